@@ -1,0 +1,56 @@
+// Typed errors of the catalog layer.
+//
+// Every public function of catalog/ returns Result<T>; no exception crosses the
+// API. The daemon maps Errc onto the org.epbroker.Error.* names in one table
+// (see error_kind()).
+#pragma once
+
+#include <expected>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace catalog {
+
+enum class Errc {
+  invalid_argument,     // caller passed something unusable (bad path, bad option)
+  malformed,            // bytes are not well-formed JSON / metadata / PEM
+  bad_field,            // a field is missing, mistyped, out of range or unsafe
+  unsupported,          // unknown schema version, spec version, key type, hash
+  bad_signature,        // signature threshold not met
+  expired,              // metadata expired (freeze attack)
+  rollback,             // version went backwards (rollback attack)
+  version_mismatch,     // version differs from what snapshot/timestamp pin
+  length_mismatch,      // more (or fewer) bytes than the signed length
+  hash_mismatch,        // bytes do not hash to the signed value
+  not_found,            // target or role unknown
+  network,              // fetch failed (transport, HTTP status)
+  io,                   // local filesystem error
+  crypto,               // OpenSSL failed unexpectedly
+  too_many,             // a bound was exceeded (root rotations, delegations)
+};
+
+// Coarse kinds shared with the bus error names org.epbroker.Error.*.
+enum class ErrorKind { NotFound, InvalidArgument, VerificationFailed, Network, Incompatible };
+
+// A typed error: a code plus a human-readable message naming what failed.
+struct Error {
+  Errc code;
+  std::string message;
+};
+
+template <typename T>
+using Result = std::expected<T, Error>;
+
+// Convenience for `return fail(Errc::x, "...")` inside functions returning Result<T>.
+inline std::unexpected<Error> fail(Errc code, std::string message) {
+  return std::unexpected<Error>(Error{code, std::move(message)});
+}
+
+// Stable lower-case name of a code ("hash_mismatch"), for logs and CLI output.
+std::string_view errc_name(Errc code);
+
+// The coarse kind the daemon reports for a code.
+ErrorKind error_kind(Errc code);
+
+}  // namespace catalog
