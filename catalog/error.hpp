@@ -13,21 +13,21 @@
 namespace catalog {
 
 enum class Errc {
-  invalid_argument,     // caller passed something unusable (bad path, bad option)
-  malformed,            // bytes are not well-formed JSON / metadata / PEM
-  bad_field,            // a field is missing, mistyped, out of range or unsafe
-  unsupported,          // unknown schema version, spec version, key type, hash
-  bad_signature,        // signature threshold not met
-  expired,              // metadata expired (freeze attack)
-  rollback,             // version went backwards (rollback attack)
-  version_mismatch,     // version differs from what snapshot/timestamp pin
-  length_mismatch,      // more (or fewer) bytes than the signed length
-  hash_mismatch,        // bytes do not hash to the signed value
-  not_found,            // target or role unknown
-  network,              // fetch failed (transport, HTTP status)
-  io,                   // local filesystem error
-  crypto,               // OpenSSL failed unexpectedly
-  too_many,             // a bound was exceeded (root rotations, delegations)
+  invalid_argument,  // caller passed something unusable (bad path, bad option)
+  malformed,         // bytes are not well-formed JSON / metadata / PEM
+  bad_field,         // a field is missing, mistyped, out of range or unsafe
+  unsupported,       // unknown schema version, spec version, key type, hash
+  bad_signature,     // signature threshold not met
+  expired,           // metadata expired (freeze attack)
+  rollback,          // version went backwards (rollback attack)
+  version_mismatch,  // version differs from what snapshot/timestamp pin
+  length_mismatch,   // more (or fewer) bytes than the signed length
+  hash_mismatch,     // bytes do not hash to the signed value
+  not_found,         // target or role unknown
+  network,           // fetch failed (transport, HTTP status)
+  io,                // local filesystem error
+  crypto,            // OpenSSL failed unexpectedly
+  too_many,          // a bound was exceeded (root rotations, delegations)
 };
 
 // Coarse kinds shared with the bus error names org.epbroker.Error.*.

@@ -1,0 +1,82 @@
+#include "catalog/canonical_json.hpp"
+
+namespace catalog {
+namespace {
+
+void append_string(std::string& out, const std::string& s) {
+  out.push_back('"');
+  for (char c : s) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+Result<void> append(std::string& out, const nlohmann::json& v) {
+  using T = nlohmann::json::value_t;
+  switch (v.type()) {
+    case T::null:
+      out += "null";
+      return {};
+    case T::boolean:
+      out += v.get<bool>() ? "true" : "false";
+      return {};
+    case T::number_integer:
+      out += std::to_string(v.get<std::int64_t>());
+      return {};
+    case T::number_unsigned:
+      out += std::to_string(v.get<std::uint64_t>());
+      return {};
+    case T::string:
+      append_string(out, v.get_ref<const std::string&>());
+      return {};
+    case T::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& e : v) {
+        if (!first) out.push_back(',');
+        first = false;
+        if (auto r = append(out, e); !r) return r;
+      }
+      out.push_back(']');
+      return {};
+    }
+    case T::object: {
+      // nlohmann's object is a std::map<std::string, ...>: byte-wise key order,
+      // which for UTF-8 equals code-point order.
+      out.push_back('{');
+      bool first = true;
+      for (const auto& [k, e] : v.items()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_string(out, k);
+        out.push_back(':');
+        if (auto r = append(out, e); !r) return r;
+      }
+      out.push_back('}');
+      return {};
+    }
+    case T::number_float:
+      return fail(Errc::malformed, "canonical JSON has no floating-point numbers");
+    case T::binary:
+    case T::discarded:
+      break;
+  }
+  return fail(Errc::malformed, "value not representable in canonical JSON");
+}
+
+}  // namespace
+
+Result<std::string> canonical_json(const nlohmann::json& value) {
+  std::string out;
+  if (auto r = append(out, value); !r) return std::unexpected(r.error());
+  return out;
+}
+
+Result<nlohmann::json> parse_json(std::string_view text) {
+  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return fail(Errc::malformed, "not valid JSON");
+  return j;
+}
+
+}  // namespace catalog

@@ -1,0 +1,92 @@
+#include "catalog/json_fields.hpp"
+
+namespace catalog::json {
+
+std::string join(std::string_view path, std::string_view key) {
+  if (path.empty()) return std::string(key);
+  std::string s(path);
+  s += '.';
+  s += key;
+  return s;
+}
+
+std::unexpected<Error> field_error(std::string_view path, std::string_view what) {
+  return fail(Errc::bad_field, std::string(path) + ": " + std::string(what));
+}
+
+namespace {
+
+Result<const json*> lookup(const json& obj, std::string_view key, std::string_view path) {
+  if (!obj.is_object()) return field_error(path, "expected object");
+  auto it = obj.find(key);
+  if (it == obj.end()) return field_error(join(path, key), "missing");
+  return &*it;
+}
+
+}  // namespace
+
+Result<const json*> object_field(const json& obj, std::string_view key, std::string_view path) {
+  auto v = lookup(obj, key, path);
+  if (!v) return v;
+  if (!(*v)->is_object()) return field_error(join(path, key), "expected object");
+  return v;
+}
+
+Result<const json*> array_field(const json& obj, std::string_view key, std::string_view path) {
+  auto v = lookup(obj, key, path);
+  if (!v) return v;
+  if (!(*v)->is_array()) return field_error(join(path, key), "expected array");
+  return v;
+}
+
+Result<std::string> as_string(const json& v, std::string_view path) {
+  if (!v.is_string()) return field_error(path, "expected string");
+  return v.get<std::string>();
+}
+
+Result<std::uint64_t> as_uint(const json& v, std::string_view path) {
+  if (v.is_number_unsigned()) return v.get<std::uint64_t>();
+  if (v.is_number_integer() && v.get<std::int64_t>() >= 0) {
+    return static_cast<std::uint64_t>(v.get<std::int64_t>());
+  }
+  return field_error(path, "expected non-negative integer");
+}
+
+Result<std::string> string_field(const json& obj, std::string_view key, std::string_view path) {
+  auto v = lookup(obj, key, path);
+  if (!v) return std::unexpected(v.error());
+  return as_string(**v, join(path, key));
+}
+
+Result<std::uint64_t> uint_field(const json& obj, std::string_view key, std::string_view path) {
+  auto v = lookup(obj, key, path);
+  if (!v) return std::unexpected(v.error());
+  return as_uint(**v, join(path, key));
+}
+
+Result<bool> bool_field(const json& obj, std::string_view key, std::string_view path) {
+  auto v = lookup(obj, key, path);
+  if (!v) return std::unexpected(v.error());
+  if (!(*v)->is_boolean()) return field_error(join(path, key), "expected boolean");
+  return (*v)->get<bool>();
+}
+
+Result<std::optional<std::uint64_t>> optional_uint_field(const json& obj, std::string_view key,
+                                                         std::string_view path) {
+  if (!obj.is_object()) return field_error(path, "expected object");
+  if (!obj.contains(key)) return std::optional<std::uint64_t>{};
+  auto v = as_uint(obj.at(std::string(key)), join(path, key));
+  if (!v) return std::unexpected(v.error());
+  return std::optional<std::uint64_t>(*v);
+}
+
+Result<const json*> optional_object_field(const json& obj, std::string_view key,
+                                          std::string_view path) {
+  if (!obj.is_object()) return field_error(path, "expected object");
+  auto it = obj.find(key);
+  if (it == obj.end()) return static_cast<const json*>(nullptr);
+  if (!it->is_object()) return field_error(join(path, key), "expected object");
+  return &*it;
+}
+
+}  // namespace catalog::json

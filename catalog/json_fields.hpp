@@ -1,0 +1,41 @@
+// Exception-free, strict access to fields of a parsed JSON object.
+//
+// Each getter names the full field path in its error ("signed.roles.root.threshold:
+// expected unsigned integer"), so a rejected document says exactly what was wrong.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "catalog/error.hpp"
+
+namespace catalog::json {
+
+using nlohmann::json;
+
+// Error with Errc::bad_field and "path: what".
+std::unexpected<Error> field_error(std::string_view path, std::string_view what);
+
+// `obj` must be an object; `key` must be present unless the getter is optional.
+Result<const json*> object_field(const json& obj, std::string_view key, std::string_view path);
+Result<const json*> array_field(const json& obj, std::string_view key, std::string_view path);
+Result<std::string> string_field(const json& obj, std::string_view key, std::string_view path);
+Result<std::uint64_t> uint_field(const json& obj, std::string_view key, std::string_view path);
+Result<bool> bool_field(const json& obj, std::string_view key, std::string_view path);
+
+// nullopt when absent; error when present with the wrong type.
+Result<std::optional<std::uint64_t>> optional_uint_field(const json& obj, std::string_view key,
+                                                         std::string_view path);
+Result<const json*> optional_object_field(const json& obj, std::string_view key,
+                                          std::string_view path);  // nullptr when absent
+
+// Value checks for array elements and map values.
+Result<std::string> as_string(const json& v, std::string_view path);
+Result<std::uint64_t> as_uint(const json& v, std::string_view path);
+
+std::string join(std::string_view path, std::string_view key);
+
+}  // namespace catalog::json

@@ -1,0 +1,522 @@
+#include "catalog/tuf/metadata.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <charconv>
+#include <ctime>
+
+#include "catalog/canonical_json.hpp"
+#include "catalog/crypto/hash.hpp"
+#include "catalog/json_fields.hpp"
+
+namespace catalog::tuf {
+
+using nlohmann::json;
+namespace js = catalog::json;
+
+// ---- time -------------------------------------------------------------------
+
+Result<TimePoint> parse_expires(std::string_view s) {
+  auto bad = [&] { return js::field_error("expires", "expected YYYY-MM-DDTHH:MM:SSZ"); };
+  if (s.size() != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+      s[16] != ':' || s[19] != 'Z') {
+    return bad();
+  }
+  auto num = [&](std::size_t pos, std::size_t len, int& out) {
+    auto [p, ec] = std::from_chars(s.data() + pos, s.data() + pos + len, out);
+    return ec == std::errc() && p == s.data() + pos + len &&
+           std::all_of(s.begin() + static_cast<long>(pos), s.begin() + static_cast<long>(pos + len),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  int y, mo, d, h, mi, se;
+  if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
+      !num(17, 2, se)) {
+    return bad();
+  }
+  std::chrono::year_month_day ymd{std::chrono::year{y},
+                                  std::chrono::month{static_cast<unsigned>(mo)},
+                                  std::chrono::day{static_cast<unsigned>(d)}};
+  if (!ymd.ok() || h > 23 || mi > 59 || se > 59) return bad();
+  return TimePoint{std::chrono::sys_days{ymd}} + std::chrono::hours{h} + std::chrono::minutes{mi} +
+         std::chrono::seconds{se};
+}
+
+std::string format_expires(TimePoint t) {
+  // GCC 12 has no std::format; gmtime_r/strftime give the same fixed form.
+  std::time_t tt = t.time_since_epoch().count();
+  std::tm tm{};
+  gmtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// ---- pieces -----------------------------------------------------------------
+
+namespace {
+
+Result<void> parse_common(const json& j, std::string_view type, Common& c,
+                          std::initializer_list<std::string_view> role_fields) {
+  const std::string path = "signed";
+  if (!j.is_object()) return js::field_error(path, "expected object");
+  auto t = js::string_field(j, "_type", path);
+  if (!t) return std::unexpected(t.error());
+  if (*t != type) {
+    return js::field_error("signed._type",
+                           "expected '" + std::string(type) + "', got '" + *t + "'");
+  }
+  auto spec = js::string_field(j, "spec_version", path);
+  if (!spec) return std::unexpected(spec.error());
+  // Accept any 1.x.y: the spec promises minor versions stay compatible.
+  std::string_view sv = *spec;
+  int major = 0;
+  auto [p, ec] = std::from_chars(sv.data(), sv.data() + sv.size(), major);
+  if (ec != std::errc() || p == sv.data() + sv.size() || *p != '.') {
+    return js::field_error("signed.spec_version", "malformed '" + *spec + "'");
+  }
+  if (major != 1) {
+    return fail(Errc::unsupported, "signed.spec_version: unsupported '" + *spec + "'");
+  }
+  c.spec_version = *spec;
+  auto v = js::uint_field(j, "version", path);
+  if (!v) return std::unexpected(v.error());
+  if (*v == 0) return js::field_error("signed.version", "must be >= 1");
+  c.version = *v;
+  auto exp = js::string_field(j, "expires", path);
+  if (!exp) return std::unexpected(exp.error());
+  auto tp = parse_expires(*exp);
+  if (!tp) return js::field_error("signed.expires", "expected YYYY-MM-DDTHH:MM:SSZ");
+  c.expires = *tp;
+  c.unrecognized = json::object();
+  for (const auto& [k, val] : j.items()) {
+    bool known = k == "_type" || k == "spec_version" || k == "version" || k == "expires";
+    for (auto f : role_fields) known = known || k == f;
+    if (!known) c.unrecognized[k] = val;
+  }
+  return {};
+}
+
+json common_json(const Common& c, std::string_view type) {
+  json j = c.unrecognized;
+  j["_type"] = type;
+  j["spec_version"] = c.spec_version;
+  j["version"] = c.version;
+  j["expires"] = format_expires(c.expires);
+  return j;
+}
+
+Result<std::vector<std::string>> string_list(const json& obj, std::string_view key,
+                                             const std::string& path, bool unique) {
+  auto arr = js::array_field(obj, key, path);
+  if (!arr) return std::unexpected(arr.error());
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  std::size_t i = 0;
+  for (const auto& e : **arr) {
+    auto s = js::as_string(e, js::join(path, key) + "[" + std::to_string(i++) + "]");
+    if (!s) return std::unexpected(s.error());
+    if (unique && !seen.insert(*s).second) {
+      return js::field_error(js::join(path, key), "duplicate entry '" + *s + "'");
+    }
+    out.push_back(*s);
+  }
+  return out;
+}
+
+Result<Role> parse_role(const json& j, const std::string& path) {
+  Role r;
+  auto ids = string_list(j, "keyids", path, /*unique=*/true);
+  if (!ids) return std::unexpected(ids.error());
+  r.keyids = std::move(*ids);
+  auto th = js::uint_field(j, "threshold", path);
+  if (!th) return std::unexpected(th.error());
+  if (*th == 0) return js::field_error(js::join(path, "threshold"), "must be >= 1");
+  r.threshold = *th;
+  return r;
+}
+
+Result<KeyMap> parse_keys(const json& j, const std::string& path) {
+  if (!j.is_object()) return js::field_error(path, "expected object");
+  KeyMap keys;
+  for (const auto& [id, kj] : j.items()) {
+    auto k = Key::from_json(kj, js::join(path, id));
+    if (!k) return std::unexpected(k.error());
+    keys.emplace(id, std::move(*k));
+  }
+  return keys;
+}
+
+json keys_json(const KeyMap& keys) {
+  json j = json::object();
+  for (const auto& [id, k] : keys) j[id] = k.to_json();
+  return j;
+}
+
+Result<std::map<std::string, std::string>> parse_hashes(const json& j, const std::string& path) {
+  if (!j.is_object() || j.empty()) return js::field_error(path, "expected non-empty object");
+  std::map<std::string, std::string> out;
+  for (const auto& [algo, h] : j.items()) {
+    auto s = js::as_string(h, js::join(path, algo));
+    if (!s) return std::unexpected(s.error());
+    out.emplace(algo, *s);
+  }
+  return out;
+}
+
+Result<MetaFile> parse_metafile(const json& j, const std::string& path) {
+  MetaFile m;
+  auto v = js::uint_field(j, "version", path);
+  if (!v) return std::unexpected(v.error());
+  if (*v == 0) return js::field_error(js::join(path, "version"), "must be >= 1");
+  m.version = *v;
+  auto len = js::optional_uint_field(j, "length", path);
+  if (!len) return std::unexpected(len.error());
+  m.length = *len;
+  if (j.contains("hashes")) {
+    auto h = parse_hashes(j["hashes"], js::join(path, "hashes"));
+    if (!h) return std::unexpected(h.error());
+    m.hashes = std::move(*h);
+  }
+  return m;
+}
+
+Result<TargetFile> parse_targetfile(const std::string& name, const json& j,
+                                    const std::string& path) {
+  TargetFile f;
+  f.path = name;
+  if (name.empty()) return js::field_error(path, "empty target path");
+  auto len = js::uint_field(j, "length", path);
+  if (!len) return std::unexpected(len.error());
+  f.length = *len;
+  auto hj = js::object_field(j, "hashes", path);
+  if (!hj) return std::unexpected(hj.error());
+  auto h = parse_hashes(**hj, js::join(path, "hashes"));
+  if (!h) return std::unexpected(h.error());
+  f.hashes = std::move(*h);
+  auto custom = js::optional_object_field(j, "custom", path);
+  if (!custom) return std::unexpected(custom.error());
+  f.custom = *custom ? **custom : json();
+  return f;
+}
+
+Result<Delegations> parse_delegations(const json& j) {
+  const std::string path = "signed.delegations";
+  Delegations d;
+  if (j.contains("succinct_roles")) {
+    return fail(Errc::unsupported, path + ".succinct_roles: not supported");
+  }
+  auto kj = js::object_field(j, "keys", path);
+  if (!kj) return std::unexpected(kj.error());
+  auto keys = parse_keys(**kj, path + ".keys");
+  if (!keys) return std::unexpected(keys.error());
+  d.keys = std::move(*keys);
+  auto roles = js::array_field(j, "roles", path);
+  if (!roles) return std::unexpected(roles.error());
+  std::set<std::string> names;
+  std::size_t i = 0;
+  for (const auto& rj : **roles) {
+    const std::string rpath = path + ".roles[" + std::to_string(i++) + "]";
+    DelegatedRole r;
+    auto base = parse_role(rj, rpath);
+    if (!base) return std::unexpected(base.error());
+    static_cast<Role&>(r) = std::move(*base);
+    auto name = js::string_field(rj, "name", rpath);
+    if (!name) return std::unexpected(name.error());
+    if (name->empty() || *name == "root" || *name == "timestamp" || *name == "snapshot" ||
+        *name == "targets" || name->find('/') != std::string::npos || *name == "." ||
+        *name == "..") {
+      return js::field_error(rpath + ".name", "invalid role name '" + *name + "'");
+    }
+    if (!names.insert(*name).second) {
+      return js::field_error(rpath + ".name", "duplicate role name '" + *name + "'");
+    }
+    r.name = *name;
+    auto term = js::bool_field(rj, "terminating", rpath);
+    if (!term) return std::unexpected(term.error());
+    r.terminating = *term;
+    bool has_paths = rj.contains("paths");
+    bool has_prefixes = rj.contains("path_hash_prefixes");
+    if (has_paths == has_prefixes) {
+      return js::field_error(rpath, "exactly one of paths and path_hash_prefixes is required");
+    }
+    auto list = string_list(rj, has_paths ? "paths" : "path_hash_prefixes", rpath, false);
+    if (!list) return std::unexpected(list.error());
+    (has_paths ? r.paths : r.path_hash_prefixes) = std::move(*list);
+    d.roles.push_back(std::move(r));
+  }
+  return d;
+}
+
+bool segment_match(std::string_view target, std::string_view pattern) {
+  auto split = [](std::string_view s) {
+    std::vector<std::string> parts;
+    std::size_t start = 0;
+    while (true) {
+      auto pos = s.find('/', start);
+      parts.emplace_back(s.substr(start, pos - start));
+      if (pos == std::string_view::npos) break;
+      start = pos + 1;
+    }
+    return parts;
+  };
+  auto t = split(target);
+  auto p = split(pattern);
+  if (t.size() != p.size()) return false;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    // FNM_NOESCAPE: patterns are shell-style without backslash escapes, like
+    // the reference implementation's fnmatch.
+    if (fnmatch(p[i].c_str(), t[i].c_str(), FNM_NOESCAPE) != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool DelegatedRole::is_delegated_path(std::string_view target_path) const {
+  if (paths) {
+    return std::any_of(paths->begin(), paths->end(),
+                       [&](const std::string& p) { return segment_match(target_path, p); });
+  }
+  if (path_hash_prefixes) {
+    const std::string h = crypto::sha256_hex(target_path);
+    return std::any_of(path_hash_prefixes->begin(), path_hash_prefixes->end(),
+                       [&](const std::string& p) { return h.starts_with(p); });
+  }
+  return false;
+}
+
+// ---- roles ------------------------------------------------------------------
+
+template <>
+Result<Root> role_from_json<Root>(const json& j) {
+  Root r;
+  if (auto c = parse_common(j, Root::kType, r, {"consistent_snapshot", "keys", "roles"}); !c) {
+    return std::unexpected(c.error());
+  }
+  if (j.contains("consistent_snapshot")) {
+    auto cs = js::bool_field(j, "consistent_snapshot", "signed");
+    if (!cs) return std::unexpected(cs.error());
+    r.consistent_snapshot = *cs;
+  } else {
+    r.consistent_snapshot = false;
+  }
+  auto kj = js::object_field(j, "keys", "signed");
+  if (!kj) return std::unexpected(kj.error());
+  auto keys = parse_keys(**kj, "signed.keys");
+  if (!keys) return std::unexpected(keys.error());
+  r.keys = std::move(*keys);
+  auto rj = js::object_field(j, "roles", "signed");
+  if (!rj) return std::unexpected(rj.error());
+  for (const auto& [name, role_json] : (*rj)->items()) {
+    if (name != "root" && name != "timestamp" && name != "snapshot" && name != "targets") {
+      return js::field_error("signed.roles." + name, "not a top-level role");
+    }
+    auto role = parse_role(role_json, "signed.roles." + name);
+    if (!role) return std::unexpected(role.error());
+    r.roles.emplace(name, std::move(*role));
+  }
+  for (const char* name : {"root", "timestamp", "snapshot", "targets"}) {
+    if (!r.roles.contains(name))
+      return js::field_error(std::string("signed.roles.") + name, "missing");
+  }
+  return r;
+}
+
+template <>
+Result<Timestamp> role_from_json<Timestamp>(const json& j) {
+  Timestamp t;
+  if (auto c = parse_common(j, Timestamp::kType, t, {"meta"}); !c)
+    return std::unexpected(c.error());
+  auto meta = js::object_field(j, "meta", "signed");
+  if (!meta) return std::unexpected(meta.error());
+  auto sj = js::object_field(**meta, "snapshot.json", "signed.meta");
+  if (!sj) return std::unexpected(sj.error());
+  auto m = parse_metafile(**sj, "signed.meta.snapshot.json");
+  if (!m) return std::unexpected(m.error());
+  t.snapshot_meta = std::move(*m);
+  return t;
+}
+
+template <>
+Result<Snapshot> role_from_json<Snapshot>(const json& j) {
+  Snapshot s;
+  if (auto c = parse_common(j, Snapshot::kType, s, {"meta"}); !c) return std::unexpected(c.error());
+  auto meta = js::object_field(j, "meta", "signed");
+  if (!meta) return std::unexpected(meta.error());
+  for (const auto& [name, mj] : (*meta)->items()) {
+    auto m = parse_metafile(mj, "signed.meta." + name);
+    if (!m) return std::unexpected(m.error());
+    s.meta.emplace(name, std::move(*m));
+  }
+  if (!s.meta.contains("targets.json"))
+    return js::field_error("signed.meta.targets.json", "missing");
+  return s;
+}
+
+template <>
+Result<Targets> role_from_json<Targets>(const json& j) {
+  Targets t;
+  if (auto c = parse_common(j, Targets::kType, t, {"targets", "delegations"}); !c) {
+    return std::unexpected(c.error());
+  }
+  auto tj = js::object_field(j, "targets", "signed");
+  if (!tj) return std::unexpected(tj.error());
+  for (const auto& [name, fj] : (*tj)->items()) {
+    auto f = parse_targetfile(name, fj, "signed.targets." + name);
+    if (!f) return std::unexpected(f.error());
+    t.targets.emplace(name, std::move(*f));
+  }
+  auto dj = js::optional_object_field(j, "delegations", "signed");
+  if (!dj) return std::unexpected(dj.error());
+  if (*dj) {
+    auto d = parse_delegations(**dj);
+    if (!d) return std::unexpected(d.error());
+    t.delegations = std::move(*d);
+  }
+  return t;
+}
+
+json to_json(const MetaFile& m) {
+  json j = {{"version", m.version}};
+  if (m.length) j["length"] = *m.length;
+  if (!m.hashes.empty()) j["hashes"] = m.hashes;
+  return j;
+}
+
+json to_json(const TargetFile& f) {
+  json j = {{"length", f.length}, {"hashes", f.hashes}};
+  if (!f.custom.is_null()) j["custom"] = f.custom;
+  return j;
+}
+
+namespace {
+json role_json(const Role& r) { return {{"keyids", r.keyids}, {"threshold", r.threshold}}; }
+}  // namespace
+
+json to_json(const Root& r) {
+  json j = common_json(r, Root::kType);
+  j["consistent_snapshot"] = r.consistent_snapshot;
+  j["keys"] = keys_json(r.keys);
+  json roles = json::object();
+  for (const auto& [name, role] : r.roles) roles[name] = role_json(role);
+  j["roles"] = roles;
+  return j;
+}
+
+json to_json(const Timestamp& t) {
+  json j = common_json(t, Timestamp::kType);
+  j["meta"] = {{"snapshot.json", to_json(t.snapshot_meta)}};
+  return j;
+}
+
+json to_json(const Snapshot& s) {
+  json j = common_json(s, Snapshot::kType);
+  json meta = json::object();
+  for (const auto& [name, m] : s.meta) meta[name] = to_json(m);
+  j["meta"] = meta;
+  return j;
+}
+
+json to_json(const Targets& t) {
+  json j = common_json(t, Targets::kType);
+  json targets = json::object();
+  for (const auto& [name, f] : t.targets) targets[name] = to_json(f);
+  j["targets"] = targets;
+  if (t.delegations) {
+    json roles = json::array();
+    for (const auto& r : t.delegations->roles) {
+      json rj = role_json(r);
+      rj["name"] = r.name;
+      rj["terminating"] = r.terminating;
+      if (r.paths) rj["paths"] = *r.paths;
+      if (r.path_hash_prefixes) rj["path_hash_prefixes"] = *r.path_hash_prefixes;
+      roles.push_back(rj);
+    }
+    j["delegations"] = {{"keys", keys_json(t.delegations->keys)}, {"roles", roles}};
+  }
+  return j;
+}
+
+// ---- envelope ---------------------------------------------------------------
+
+template <typename T>
+Result<Metadata<T>> parse_metadata(std::string_view bytes) {
+  auto doc = parse_json(bytes);
+  if (!doc) return std::unexpected(doc.error());
+  if (!doc->is_object())
+    return fail(Errc::malformed, std::string(T::kType) + ": not a JSON object");
+  auto sigs = js::array_field(*doc, "signatures", "");
+  if (!sigs) return std::unexpected(sigs.error());
+  auto signed_json = js::object_field(*doc, "signed", "");
+  if (!signed_json) return std::unexpected(signed_json.error());
+  Metadata<T> md;
+  std::size_t i = 0;
+  for (const auto& sj : **sigs) {
+    const std::string path = "signatures[" + std::to_string(i++) + "]";
+    auto keyid = js::string_field(sj, "keyid", path);
+    if (!keyid) return std::unexpected(keyid.error());
+    auto sig = js::string_field(sj, "sig", path);
+    if (!sig) return std::unexpected(sig.error());
+    md.signatures.push_back({*keyid, *sig});
+  }
+  auto role = role_from_json<T>(**signed_json);
+  if (!role) return std::unexpected(role.error());
+  md.signed_ = std::move(*role);
+  auto canon = canonical_json(**signed_json);
+  if (!canon) return std::unexpected(canon.error());
+  md.canonical_signed = std::move(*canon);
+  return md;
+}
+
+template Result<Metadata<Root>> parse_metadata<Root>(std::string_view);
+template Result<Metadata<Timestamp>> parse_metadata<Timestamp>(std::string_view);
+template Result<Metadata<Snapshot>> parse_metadata<Snapshot>(std::string_view);
+template Result<Metadata<Targets>> parse_metadata<Targets>(std::string_view);
+
+Result<void> verify_threshold(std::string_view role_name, const Role& role, const KeyMap& keys,
+                              const std::string& canonical_signed,
+                              const std::vector<Signature>& signatures) {
+  std::set<std::string> good;
+  for (const auto& keyid : role.keyids) {
+    auto key = keys.find(keyid);
+    if (key == keys.end()) continue;
+    for (const auto& sig : signatures) {
+      if (sig.keyid == keyid && key->second.verify(canonical_signed, sig.sig)) {
+        good.insert(keyid);
+        break;
+      }
+    }
+  }
+  if (good.size() < role.threshold) {
+    return fail(Errc::bad_signature, std::string(role_name) + ": " + std::to_string(good.size()) +
+                                         " of " + std::to_string(role.threshold) +
+                                         " required signatures are valid");
+  }
+  return {};
+}
+
+Result<void> verify_length_and_hashes(std::string_view what, std::string_view bytes,
+                                      std::optional<std::uint64_t> length,
+                                      const std::map<std::string, std::string>& hashes) {
+  if (length && bytes.size() != *length) {
+    return fail(Errc::length_mismatch, std::string(what) + ": length " +
+                                           std::to_string(bytes.size()) + ", expected " +
+                                           std::to_string(*length));
+  }
+  for (const auto& [algo_name, expected] : hashes) {
+    auto algo = crypto::hash_algo_from_name(algo_name);
+    if (!algo) {
+      return fail(Errc::hash_mismatch,
+                  std::string(what) + ": unsupported hash algorithm '" + algo_name + "'");
+    }
+    crypto::Hasher h(*algo);
+    h.update(bytes);
+    if (h.finish_hex() != expected) {
+      return fail(Errc::hash_mismatch, std::string(what) + ": " + algo_name + " mismatch");
+    }
+  }
+  return {};
+}
+
+}  // namespace catalog::tuf

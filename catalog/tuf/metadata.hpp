@@ -1,0 +1,146 @@
+// The TUF 1.0 metadata model: root, timestamp, snapshot, targets (with
+// delegations), the signed envelope, and the rules each role's fields obey.
+//
+// Parsing is strict and exception-free: missing or mistyped fields are
+// Errc::bad_field naming the field; an unknown spec major version is
+// Errc::unsupported. Unrecognised fields are kept so metadata can be re-signed
+// without loss, and signatures are always checked over the canonical form of
+// the *received* `signed` object.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/error.hpp"
+#include "catalog/tuf/key.hpp"
+
+namespace catalog::tuf {
+
+using TimePoint = std::chrono::sys_seconds;
+
+// "YYYY-MM-DDTHH:MM:SSZ" (UTC) <-> time point. Anything else is Errc::bad_field.
+Result<TimePoint> parse_expires(std::string_view text);
+std::string format_expires(TimePoint t);
+
+inline constexpr std::string_view kSpecVersion = "1.0.31";
+
+// Fields every role shares.
+struct Common {
+  std::string spec_version{kSpecVersion};
+  std::uint64_t version = 1;
+  TimePoint expires{};
+  nlohmann::json unrecognized = nlohmann::json::object();
+
+  bool is_expired(TimePoint now) const { return now >= expires; }
+};
+
+struct Role {
+  std::vector<std::string> keyids;  // unique
+  std::uint64_t threshold = 1;      // >= 1
+};
+
+struct DelegatedRole : Role {
+  std::string name;
+  bool terminating = false;
+  // Exactly one of the two is set (spec: "paths" or "path_hash_prefixes").
+  std::optional<std::vector<std::string>> paths;
+  std::optional<std::vector<std::string>> path_hash_prefixes;
+
+  // Whether this role is trusted for `target_path` (pattern match per path
+  // segment with shell-style wildcards, or SHA-256 prefix of the path).
+  bool is_delegated_path(std::string_view target_path) const;
+};
+
+struct Delegations {
+  KeyMap keys;
+  std::vector<DelegatedRole> roles;  // in priority order
+};
+
+// An entry of timestamp/snapshot "meta".
+struct MetaFile {
+  std::uint64_t version = 1;
+  std::optional<std::uint64_t> length;
+  std::map<std::string, std::string> hashes;  // algo -> hex; may be empty
+};
+
+// An entry of targets "targets".
+struct TargetFile {
+  std::string path;
+  std::uint64_t length = 0;
+  std::map<std::string, std::string> hashes;  // at least one
+  nlohmann::json custom;                      // null when absent
+};
+
+struct Root : Common {
+  static constexpr std::string_view kType = "root";
+  bool consistent_snapshot = true;
+  KeyMap keys;
+  std::map<std::string, Role> roles;  // root, timestamp, snapshot, targets
+};
+
+struct Timestamp : Common {
+  static constexpr std::string_view kType = "timestamp";
+  MetaFile snapshot_meta;  // meta["snapshot.json"]
+};
+
+struct Snapshot : Common {
+  static constexpr std::string_view kType = "snapshot";
+  std::map<std::string, MetaFile> meta;  // "targets.json", "<role>.json"
+};
+
+struct Targets : Common {
+  static constexpr std::string_view kType = "targets";
+  std::map<std::string, TargetFile> targets;
+  std::optional<Delegations> delegations;
+};
+
+struct Signature {
+  std::string keyid;
+  std::string sig;  // hex
+};
+
+// A parsed metadata file: the typed role, its signatures, and the canonical
+// bytes of its `signed` object that the signatures cover.
+template <typename T>
+struct Metadata {
+  T signed_;
+  std::vector<Signature> signatures;
+  std::string canonical_signed;
+};
+
+// Parses a whole metadata file (`{"signatures": [...], "signed": {...}}`) of
+// role type T. Does not check signatures, versions or expiry.
+template <typename T>
+Result<Metadata<T>> parse_metadata(std::string_view bytes);
+
+// Typed role <-> the JSON of its `signed` object.
+template <typename T>
+Result<T> role_from_json(const nlohmann::json& signed_json);
+nlohmann::json to_json(const Root& r);
+nlohmann::json to_json(const Timestamp& t);
+nlohmann::json to_json(const Snapshot& s);
+nlohmann::json to_json(const Targets& t);
+nlohmann::json to_json(const TargetFile& f);
+nlohmann::json to_json(const MetaFile& m);
+
+// Checks that at least `role.threshold` distinct keys listed in `role` (and
+// present in `keys`) signed `canonical_signed`. Each key counts once however
+// many signatures it made. Errc::bad_signature naming `role_name` otherwise.
+Result<void> verify_threshold(std::string_view role_name, const Role& role, const KeyMap& keys,
+                              const std::string& canonical_signed,
+                              const std::vector<Signature>& signatures);
+
+// Checks that `bytes` has `length` (if given) and every listed hash; at least
+// one hash must be of a supported algorithm when `hashes` is non-empty.
+Result<void> verify_length_and_hashes(std::string_view what, std::string_view bytes,
+                                      std::optional<std::uint64_t> length,
+                                      const std::map<std::string, std::string>& hashes);
+
+}  // namespace catalog::tuf

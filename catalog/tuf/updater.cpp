@@ -1,0 +1,367 @@
+#include "catalog/tuf/updater.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <set>
+
+#include "catalog/atomic_file.hpp"
+#include "catalog/crypto/hash.hpp"
+
+namespace catalog::tuf {
+
+std::string url_quote(std::string_view s, bool keep_slash) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char ch : s) {
+    auto c = static_cast<unsigned char>(ch);
+    bool unreserved = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+                      c == '-' || c == '.' || c == '_' || c == '~' || (keep_slash && c == '/');
+    if (unreserved) {
+      out.push_back(ch);
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+std::string with_slash(std::string s) {
+  if (s.empty() || s.back() != '/') s.push_back('/');
+  return s;
+}
+
+}  // namespace
+
+Updater::Updater(UpdaterConfig config, Fetcher& fetcher)
+    : config_(std::move(config)),
+      fetcher_(fetcher),
+      now_(config_.now
+               ? *config_.now
+               : std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now())) {
+  config_.metadata_base_url = with_slash(config_.metadata_base_url);
+  config_.target_base_url = with_slash(config_.target_base_url);
+}
+
+std::string Updater::metadata_url(const std::string& role,
+                                  std::optional<std::uint64_t> version) const {
+  std::string name = version ? std::to_string(*version) + "." + role : role;
+  return config_.metadata_base_url + url_quote(name, false) + ".json";
+}
+
+std::optional<std::string> Updater::read_local(const std::string& role) const {
+  auto bytes = read_file(config_.metadata_dir / (url_quote(role, false) + ".json"),
+                         config_.max_targets_length);
+  if (!bytes) return std::nullopt;
+  return std::move(*bytes);
+}
+
+Result<void> Updater::persist(const std::string& role, const std::string& bytes) const {
+  return atomic_write_file(config_.metadata_dir / (url_quote(role, false) + ".json"), bytes);
+}
+
+Result<void> Updater::load_root() {
+  auto bytes = read_file(config_.metadata_dir / "root.json", config_.max_root_length);
+  if (!bytes) {
+    return fail(bytes.error().code == Errc::not_found ? Errc::not_found : bytes.error().code,
+                "no trusted root: " + bytes.error().message);
+  }
+  auto set = TrustedSet::create(*bytes, now_);
+  if (!set) return std::unexpected(set.error());
+  trusted_.emplace(std::move(*set));
+  return {};
+}
+
+Result<void> Updater::update_root_chain() {
+  // Keys of the roles whose rotation invalidates our local timestamp/snapshot.
+  const Root& initial = trusted_->root().signed_;
+  auto role_keys = [](const Root& r, const char* name) {
+    const Role& role = r.roles.at(name);
+    std::set<std::string> pubs;
+    for (const auto& id : role.keyids) {
+      if (auto k = r.keys.find(id); k != r.keys.end()) pubs.insert(k->second.public_hex);
+    }
+    return std::make_pair(pubs, role.threshold);
+  };
+  const auto ts_before = role_keys(initial, "timestamp");
+  const auto sn_before = role_keys(initial, "snapshot");
+
+  const std::uint64_t lower = initial.version + 1;
+  const std::uint64_t upper = lower + config_.max_root_rotations;
+  for (std::uint64_t next = lower; next < upper; ++next) {
+    auto bytes = fetcher_.fetch_bytes(metadata_url("root", next), config_.max_root_length);
+    if (!bytes) {
+      // No next version published: the chain ends here.
+      if (bytes.error().code == Errc::not_found) break;
+      return std::unexpected(bytes.error());
+    }
+    if (auto ok = trusted_->update_root(*bytes); !ok) return ok;
+    if (auto ok = persist("root", *bytes); !ok) return ok;
+  }
+  if (auto ok = trusted_->check_final_root(); !ok) return ok;
+
+  // Fast-forward recovery (spec 5.3.11): after a rotation of timestamp or
+  // snapshot keys, our persisted copies may carry versions an attacker pushed
+  // high with the old keys; forget them so the new keys can start over.
+  const Root& final_root = trusted_->root().signed_;
+  if (role_keys(final_root, "timestamp") != ts_before ||
+      role_keys(final_root, "snapshot") != sn_before) {
+    std::error_code ec;
+    std::filesystem::remove(config_.metadata_dir / "timestamp.json", ec);
+    std::filesystem::remove(config_.metadata_dir / "snapshot.json", ec);
+  }
+  return {};
+}
+
+Result<void> Updater::update_timestamp() {
+  // 1. Our last trusted copy, if still valid, is the rollback reference.
+  if (auto local = read_local("timestamp")) {
+    (void)trusted_->update_timestamp(*local);  // an invalid local copy is just ignored
+  }
+  // 2. The new one (never versioned in the URL).
+  auto bytes =
+      fetcher_.fetch_bytes(metadata_url("timestamp", std::nullopt), config_.max_timestamp_length);
+  if (!bytes) return std::unexpected(bytes.error());
+  bool unchanged = false;
+  if (auto ok = trusted_->update_timestamp(*bytes, &unchanged); !ok) return ok;
+  if (!unchanged) return persist("timestamp", *bytes);
+  return {};
+}
+
+Result<void> Updater::update_snapshot() {
+  // 1. A persisted snapshot still valid for this timestamp saves a download.
+  if (auto local = read_local("snapshot")) {
+    if (trusted_->update_snapshot(*local, /*trusted_local=*/true)) return {};
+  }
+  // 2. Fetch the version the timestamp names, capped at its signed length.
+  const MetaFile& pinned = trusted_->timestamp()->signed_.snapshot_meta;
+  const std::uint64_t cap = pinned.length.value_or(config_.max_snapshot_length);
+  const bool consistent = trusted_->root().signed_.consistent_snapshot;
+  auto bytes = fetcher_.fetch_bytes(
+      metadata_url("snapshot", consistent ? std::optional(pinned.version) : std::nullopt), cap);
+  if (!bytes) return std::unexpected(bytes.error());
+  if (auto ok = trusted_->update_snapshot(*bytes); !ok) return ok;
+  return persist("snapshot", *bytes);
+}
+
+Result<const Metadata<Targets>*> Updater::load_targets(const std::string& role,
+                                                       const std::string& delegator) {
+  if (const auto* loaded = trusted_->targets(role)) return loaded;
+  // 1. A persisted copy that still matches what snapshot pins.
+  if (auto local = read_local(role)) {
+    if (trusted_->update_delegated_targets(*local, role, delegator)) {
+      return trusted_->targets(role);
+    }
+  }
+  // 2. Fetch the pinned version, capped at its signed length.
+  const auto& meta = trusted_->snapshot()->signed_.meta;
+  auto pinned = meta.find(role + ".json");
+  if (pinned == meta.end()) {
+    return fail(Errc::not_found, "snapshot has no entry for " + role + ".json");
+  }
+  const std::uint64_t cap = pinned->second.length.value_or(config_.max_targets_length);
+  const bool consistent = trusted_->root().signed_.consistent_snapshot;
+  auto bytes = fetcher_.fetch_bytes(
+      metadata_url(role, consistent ? std::optional(pinned->second.version) : std::nullopt), cap);
+  if (!bytes) return std::unexpected(bytes.error());
+  if (auto ok = trusted_->update_delegated_targets(*bytes, role, delegator); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (auto ok = persist(role, *bytes); !ok) return std::unexpected(ok.error());
+  return trusted_->targets(role);
+}
+
+Result<void> Updater::refresh() {
+  if (refreshed_) return fail(Errc::invalid_argument, "refresh() already ran on this Updater");
+  refreshed_ = true;
+  // 1. root chain → 2. timestamp → 3. snapshot → 4. top-level targets.
+  if (auto ok = load_root(); !ok) return ok;
+  if (auto ok = update_root_chain(); !ok) return ok;
+  if (auto ok = update_timestamp(); !ok) return ok;
+  if (auto ok = update_snapshot(); !ok) return ok;
+  if (auto t = load_targets("targets", "root"); !t) return std::unexpected(t.error());
+  return {};
+}
+
+Result<TargetFile> Updater::get_targetinfo(const std::string& target_path) {
+  if (!refreshed_) {
+    if (auto ok = refresh(); !ok) return std::unexpected(ok.error());
+  }
+  if (!trusted_ || !trusted_->targets("targets")) {
+    return fail(Errc::invalid_argument, "refresh did not complete");
+  }
+  // Pre-order depth-first walk of the delegation graph, as spec 5.6.7 asks.
+  std::vector<std::pair<std::string, std::string>> to_visit{{"targets", "root"}};
+  std::set<std::pair<std::string, std::string>> visited;
+  std::uint32_t budget = config_.max_delegations + 1;  // +1: top-level targets itself
+  while (budget > 0 && !to_visit.empty()) {
+    auto [role, parent] = to_visit.back();
+    to_visit.pop_back();
+    if (!visited.insert({role, parent}).second) continue;
+    auto md = load_targets(role, parent);
+    if (!md) return std::unexpected(md.error());
+    const Targets& t = (*md)->signed_;
+    if (auto it = t.targets.find(target_path); it != t.targets.end()) return it->second;
+    if (t.delegations) {
+      std::vector<std::pair<std::string, std::string>> children;
+      for (const auto& d : t.delegations->roles) {
+        if (!d.is_delegated_path(target_path)) continue;
+        children.emplace_back(d.name, role);
+        if (d.terminating) {
+          to_visit.clear();
+          break;
+        }
+      }
+      to_visit.insert(to_visit.end(), children.rbegin(), children.rend());
+    }
+    --budget;
+  }
+  return fail(Errc::not_found, "target '" + target_path + "' is not in trusted metadata");
+}
+
+Result<std::vector<TargetFile>> Updater::all_targets() {
+  if (!refreshed_) {
+    if (auto ok = refresh(); !ok) return std::unexpected(ok.error());
+  }
+  if (!trusted_ || !trusted_->targets("targets")) {
+    return fail(Errc::invalid_argument, "refresh did not complete");
+  }
+  std::vector<TargetFile> out;
+  std::set<std::string> seen;
+  std::vector<std::pair<std::string, std::string>> to_visit{{"targets", "root"}};
+  std::set<std::string> visited;
+  std::uint32_t budget = config_.max_delegations + 1;
+  while (budget > 0 && !to_visit.empty()) {
+    auto [role, parent] = to_visit.back();
+    to_visit.pop_back();
+    if (!visited.insert(role).second) continue;
+    auto md = load_targets(role, parent);
+    if (!md) return std::unexpected(md.error());
+    const Targets& t = (*md)->signed_;
+    for (const auto& [path, f] : t.targets) {
+      // A delegated role only counts for paths its delegation covers.
+      bool covered = true;
+      if (role != "targets") {
+        const auto* p = trusted_->targets(parent);
+        const auto& roles = p->signed_.delegations->roles;
+        auto d = std::find_if(roles.begin(), roles.end(),
+                              [&](const DelegatedRole& r) { return r.name == role; });
+        covered = d != roles.end() && d->is_delegated_path(path);
+      }
+      if (covered && seen.insert(path).second) out.push_back(f);
+    }
+    if (t.delegations) {
+      for (auto it = t.delegations->roles.rbegin(); it != t.delegations->roles.rend(); ++it) {
+        to_visit.emplace_back(it->name, role);
+      }
+    }
+    --budget;
+  }
+  return out;
+}
+
+std::filesystem::path Updater::default_path(const TargetFile& info) const {
+  return config_.target_dir / url_quote(info.path, false);
+}
+
+std::optional<std::filesystem::path> Updater::find_cached_target(
+    const TargetFile& info, std::optional<std::filesystem::path> path) const {
+  const auto p = path ? *path : default_path(info);
+  auto bytes = read_file(p, info.length);
+  if (!bytes) return std::nullopt;
+  if (!verify_length_and_hashes(info.path, *bytes, info.length, info.hashes)) return std::nullopt;
+  return p;
+}
+
+Result<std::filesystem::path> Updater::download_target(const TargetFile& info,
+                                                       std::optional<std::filesystem::path> path) {
+  const auto dest = path ? *path : default_path(info);
+  if (info.hashes.empty()) return fail(Errc::bad_field, info.path + ": no hashes");
+  // 1. URL: with consistent snapshots the file is published as <hash>.<name>.
+  std::string rel = info.path;
+  if (trusted_ && trusted_->root().signed_.consistent_snapshot) {
+    auto slash = rel.rfind('/');
+    std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash + 1);
+    std::string base = slash == std::string::npos ? rel : rel.substr(slash + 1);
+    rel = dir + info.hashes.begin()->second + "." + base;
+  }
+  const std::string url = config_.target_base_url + url_quote(rel, true);
+
+  // 2. Hashers for every listed algorithm; an unknown one fails like a mismatch.
+  std::vector<std::pair<std::string, crypto::Hasher>> hashers;
+  for (const auto& [name, _] : info.hashes) {
+    auto algo = crypto::hash_algo_from_name(name);
+    if (!algo) return fail(Errc::hash_mismatch, info.path + ": " + algo.error().message);
+    hashers.emplace_back(name, crypto::Hasher(*algo));
+  }
+
+  // 3. Stream to a temporary file beside the destination, capped at the length.
+  std::error_code ec;
+  std::filesystem::create_directories(dest.parent_path(), ec);
+  std::string tmp =
+      (dest.parent_path() / ("." + dest.filename().string() + ".part-XXXXXX")).string();
+  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return fail(Errc::io, "create " + tmp + ": " + std::strerror(errno));
+  std::uint64_t received = 0;
+  auto sink = [&](std::span<const std::byte> chunk) -> Result<void> {
+    received += chunk.size();
+    if (received > info.length) {
+      return fail(Errc::length_mismatch,
+                  info.path + ": more than the signed " + std::to_string(info.length) + " bytes");
+    }
+    for (auto& [_, h] : hashers) h.update(chunk);
+    const auto* p = reinterpret_cast<const char*>(chunk.data());
+    std::size_t left = chunk.size();
+    while (left > 0) {
+      ssize_t n = ::write(fd, p, left);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return fail(Errc::io, "write " + tmp + ": " + std::strerror(errno));
+      p += n;
+      left -= static_cast<std::size_t>(n);
+    }
+    return {};
+  };
+  auto cleanup = [&] {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+  };
+  if (auto ok = fetcher_.fetch(url, info.length, sink); !ok) {
+    cleanup();
+    return std::unexpected(ok.error());
+  }
+  // 4. Exactly the signed length and every hash, else nothing is kept.
+  if (received != info.length) {
+    cleanup();
+    return fail(Errc::length_mismatch, info.path + ": got " + std::to_string(received) +
+                                           " bytes, signed length " + std::to_string(info.length));
+  }
+  for (auto& [name, h] : hashers) {
+    if (h.finish_hex() != info.hashes.at(name)) {
+      cleanup();
+      return fail(Errc::hash_mismatch, info.path + ": " + name + " does not match signed hash");
+    }
+  }
+  // 5. Durable, then visible under its final name.
+  if (::fsync(fd) != 0) {
+    cleanup();
+    return fail(Errc::io, "fsync " + tmp + ": " + std::strerror(errno));
+  }
+  ::fchmod(fd, 0644);
+  ::close(fd);
+  if (::rename(tmp.c_str(), dest.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return fail(Errc::io, "rename to " + dest.string() + ": " + std::strerror(errno));
+  }
+  (void)fsync_dir(dest.parent_path());
+  return dest;
+}
+
+}  // namespace catalog::tuf

@@ -1,0 +1,97 @@
+// The TUF client update workflow (spec 1.0 section 5) over an injected Fetcher.
+//
+// One Updater is one update: it takes its reference time once, at
+// construction, and uses it for every expiry check. Trusted metadata is
+// persisted in `metadata_dir` under non-versioned names (root.json,
+// timestamp.json, snapshot.json, targets.json, <role>.json), each replaced
+// atomically once verified.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/error.hpp"
+#include "catalog/tuf/fetcher.hpp"
+#include "catalog/tuf/metadata.hpp"
+#include "catalog/tuf/trusted_set.hpp"
+
+namespace catalog::tuf {
+
+struct UpdaterConfig {
+  std::filesystem::path metadata_dir;  // must contain a trusted root.json
+  std::string metadata_base_url;       // "<base>/<N>.root.json", "<base>/timestamp.json", ...
+  std::string target_base_url;         // "<base>/<hash>.<name>" with consistent snapshots
+  std::filesystem::path target_dir;    // default download location
+  // Reference time for expiry; defaults to the wall clock at construction.
+  std::optional<TimePoint> now;
+
+  // Caps (bytes) for metadata whose length nothing signed pins yet.
+  std::uint64_t max_root_length = 512'000;
+  std::uint64_t max_timestamp_length = 16'384;
+  std::uint64_t max_snapshot_length = 2'000'000;
+  std::uint64_t max_targets_length = 5'000'000;
+  std::uint32_t max_root_rotations = 256;
+  std::uint32_t max_delegations = 32;
+};
+
+class Updater {
+ public:
+  // `fetcher` must outlive the Updater.
+  Updater(UpdaterConfig config, Fetcher& fetcher);
+
+  // Runs the whole workflow: root chain, timestamp, snapshot, top-level
+  // targets. Ok only if every step succeeded. May be called once.
+  Result<void> refresh();
+
+  // Finds `target_path` in top-level targets or, depth-first by priority, in
+  // delegated roles whose path patterns cover it (loading those roles as
+  // needed). Refreshes first if refresh() was not called. Errc::not_found if
+  // no trusted role lists it.
+  Result<TargetFile> get_targetinfo(const std::string& target_path);
+
+  // Every target the top-level targets role and all reachable delegated roles
+  // list (loading them). Earlier (higher-priority) roles win on duplicates.
+  Result<std::vector<TargetFile>> all_targets();
+
+  // Where download_target() stores `info` by default: target_dir/<quoted path>.
+  std::filesystem::path default_path(const TargetFile& info) const;
+
+  // `path` (default: default_path) if a file is there whose length and hashes
+  // match `info`, else nullopt.
+  std::optional<std::filesystem::path> find_cached_target(
+      const TargetFile& info, std::optional<std::filesystem::path> path = {}) const;
+
+  // Streams the target into a temporary file beside `path`, capped at the
+  // signed length and hashed on the fly, and renames it into place only if
+  // length and every hash match. Nothing is left behind on failure.
+  Result<std::filesystem::path> download_target(const TargetFile& info,
+                                                std::optional<std::filesystem::path> path = {});
+
+  const TrustedSet* trusted() const { return trusted_ ? &*trusted_ : nullptr; }
+
+ private:
+  Result<void> load_root();
+  Result<void> update_root_chain();
+  Result<void> update_timestamp();
+  Result<void> update_snapshot();
+  Result<const Metadata<Targets>*> load_targets(const std::string& role,
+                                                const std::string& delegator);
+  Result<void> persist(const std::string& role, const std::string& bytes) const;
+  std::optional<std::string> read_local(const std::string& role) const;
+  std::string metadata_url(const std::string& role, std::optional<std::uint64_t> version) const;
+
+  UpdaterConfig config_;
+  Fetcher& fetcher_;
+  TimePoint now_;
+  std::optional<TrustedSet> trusted_;
+  bool refreshed_ = false;
+};
+
+// Percent-encodes everything except unreserved characters (and '/' if
+// `keep_slash`), as the reference client does for file names and role URLs.
+std::string url_quote(std::string_view s, bool keep_slash);
+
+}  // namespace catalog::tuf

@@ -1,0 +1,253 @@
+#include "net/curl_fetcher.hpp"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstddef>
+#include <exception>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <utility>
+
+namespace net {
+
+namespace {
+
+using catalog::Errc;
+using catalog::Error;
+using catalog::fail;
+using catalog::Result;
+
+// libcurl's global state is initialised once per process, before the first handle.
+CURLcode global_init() {
+  static std::once_flag once;
+  static CURLcode rc = CURLE_OK;
+  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  return rc;
+}
+
+bool starts_with_nocase(std::string_view s, std::string_view prefix) {
+  if (s.size() < prefix.size()) return false;
+  for (std::size_t i = 0; i < prefix.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) !=
+        std::tolower(static_cast<unsigned char>(prefix[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_2xx(long status) { return status >= 200 && status < 300; }
+
+Error status_error(const std::string& url, long status) {
+  Errc code = (status == 403 || status == 404 || status == 410) ? Errc::not_found : Errc::network;
+  return Error{code, url + ": HTTP status " + std::to_string(status)};
+}
+
+// What the callbacks share with fetch() for one transfer.
+struct Transfer {
+  CURL* curl = nullptr;
+  const std::string* url = nullptr;
+  std::uint64_t max_bytes = 0;
+  const catalog::tuf::ChunkSink* sink = nullptr;
+
+  std::optional<std::uint64_t> content_length;  // of the response whose headers arrive
+  bool status_checked = false;                  // first body byte seen, status was 2xx
+  bool bad_status = false;                      // aborted: final answer is not 2xx
+  long status = 0;
+  std::uint64_t delivered = 0;
+  std::optional<Error> error;  // set by a callback that aborted the transfer
+};
+
+std::string cap_message(const Transfer& t) {
+  return *t.url + ": body exceeds the cap of " + std::to_string(t.max_bytes) + " bytes";
+}
+
+long response_code(CURL* curl) {
+  long code = 0;
+  if (curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &code) != CURLE_OK) return 0;
+  return code;
+}
+
+// Parses "Content-Length: N"; a value too large for 64 bits reads as the maximum.
+std::optional<std::uint64_t> parse_content_length(std::string_view line) {
+  constexpr std::string_view kName = "content-length:";
+  if (!starts_with_nocase(line, kName)) return std::nullopt;
+  line.remove_prefix(kName.size());
+  while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  std::uint64_t value = 0;
+  auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), value);
+  if (end == line.data()) return std::nullopt;
+  if (ec == std::errc::result_out_of_range) return std::numeric_limits<std::uint64_t>::max();
+  if (ec != std::errc()) return std::nullopt;
+  return value;
+}
+
+// The return value that makes libcurl abort a transfer: anything but the size given.
+std::size_t abort_transfer(std::size_t n) { return n == 0 ? 1 : 0; }
+
+// Called once per header line of every response (redirects and 1xx included).
+std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::size_t n = size * count;
+  std::string_view line(data, n);
+  if (t->status_checked) return n;  // trailers after the body: nothing to check
+  if (starts_with_nocase(line, "HTTP/")) {
+    t->content_length.reset();  // a new response begins
+  } else if (auto len = parse_content_length(line)) {
+    t->content_length = std::max(t->content_length.value_or(0), *len);
+  } else if (line == "\r\n" || line == "\n") {
+    // End of this response's headers: refuse an announced body over the cap before
+    // a single body byte is read. Redirects and error answers are handled elsewhere.
+    if (t->content_length && *t->content_length > t->max_bytes && is_2xx(response_code(t->curl))) {
+      t->error = Error{Errc::length_mismatch, cap_message(*t) + " (Content-Length " +
+                                                  std::to_string(*t->content_length) + ")"};
+      return abort_transfer(n);
+    }
+  }
+  return n;
+}
+
+std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user) {
+  auto* t = static_cast<Transfer*>(user);
+  const std::size_t n = size * count;
+  if (!t->status_checked) {
+    // libcurl skips the bodies of redirects it follows, so this is the final answer.
+    t->status = response_code(t->curl);
+    if (!is_2xx(t->status)) {
+      t->bad_status = true;  // the body of an error page never reaches the sink
+      return abort_transfer(n);
+    }
+    t->status_checked = true;
+  }
+  if (n == 0) return n;
+  if (n > t->max_bytes - t->delivered) {
+    t->error = Error{Errc::length_mismatch, cap_message(*t)};
+    return abort_transfer(n);
+  }
+  try {
+    auto bytes = std::span<const std::byte>(reinterpret_cast<const std::byte*>(data), n);
+    if (auto r = (*t->sink)(bytes); !r) {
+      t->error = std::move(r.error());
+      return abort_transfer(n);
+    }
+  } catch (const std::exception& e) {
+    t->error = Error{Errc::io, *t->url + ": sink failed: " + e.what()};
+    return abort_transfer(n);
+  } catch (...) {
+    t->error = Error{Errc::io, *t->url + ": sink failed"};
+    return abort_transfer(n);
+  }
+  t->delivered += n;
+  return n;
+}
+
+using EasyHandle = std::unique_ptr<CURL, decltype(&curl_easy_cleanup)>;
+
+// Records the first failing curl_easy_setopt, so configuration reads as a list.
+class Setter {
+ public:
+  explicit Setter(CURL* curl) : curl_(curl) {}
+
+  template <typename T>
+  void set(CURLoption option, const char* name, T value) {
+    if (failed_) return;
+    if (CURLcode rc = curl_easy_setopt(curl_, option, value); rc != CURLE_OK) {
+      failed_ = std::string("curl_easy_setopt(") + name + "): " + curl_easy_strerror(rc);
+    }
+  }
+
+  const std::optional<std::string>& failed() const { return failed_; }
+
+ private:
+  CURL* curl_;
+  std::optional<std::string> failed_;
+};
+
+}  // namespace
+
+CurlFetcher::CurlFetcher(CurlFetcherOptions options) : options_(std::move(options)) {}
+
+Result<void> CurlFetcher::fetch(const std::string& url, std::uint64_t max_bytes,
+                                const catalog::tuf::ChunkSink& sink) {
+  const bool https = starts_with_nocase(url, "https://");
+  const bool http = starts_with_nocase(url, "http://");
+  if (!https && !(http && options_.allow_http)) {
+    return fail(Errc::invalid_argument,
+                url + ": scheme not allowed (" +
+                    (options_.allow_http ? "http:// or https://" : "https://") + " only)");
+  }
+  if (url.find('\0') != std::string::npos) {
+    return fail(Errc::invalid_argument, "URL contains a NUL byte");
+  }
+  if (CURLcode rc = global_init(); rc != CURLE_OK) {
+    return fail(Errc::network, std::string("curl_global_init: ") + curl_easy_strerror(rc));
+  }
+  EasyHandle easy(curl_easy_init(), &curl_easy_cleanup);
+  if (!easy) return fail(Errc::network, url + ": curl_easy_init failed");
+  CURL* curl = easy.get();
+
+  Transfer t;
+  t.curl = curl;
+  t.url = &url;
+  t.max_bytes = max_bytes;
+  t.sink = &sink;
+  char errbuf[CURL_ERROR_SIZE] = {};
+
+  Setter s(curl);
+  s.set(CURLOPT_URL, "URL", url.c_str());
+  // The same allow-list for the first request and for every redirect target.
+#if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0: string forms, the bitmasks are deprecated
+  const char* protocols = options_.allow_http ? "http,https" : "https";
+  s.set(CURLOPT_PROTOCOLS_STR, "PROTOCOLS_STR", protocols);
+  s.set(CURLOPT_REDIR_PROTOCOLS_STR, "REDIR_PROTOCOLS_STR", protocols);
+#else
+  const long protocols = CURLPROTO_HTTPS | (options_.allow_http ? CURLPROTO_HTTP : 0L);
+  s.set(CURLOPT_PROTOCOLS, "PROTOCOLS", protocols);
+  s.set(CURLOPT_REDIR_PROTOCOLS, "REDIR_PROTOCOLS", protocols);
+#endif
+  if (options_.max_redirects > 0) {
+    s.set(CURLOPT_FOLLOWLOCATION, "FOLLOWLOCATION", 1L);
+    s.set(CURLOPT_MAXREDIRS, "MAXREDIRS", static_cast<long>(options_.max_redirects));
+  } else {
+    s.set(CURLOPT_FOLLOWLOCATION, "FOLLOWLOCATION", 0L);
+  }
+  s.set(CURLOPT_NOSIGNAL, "NOSIGNAL", 1L);  // no SIGALRM games: safe in threads
+  s.set(CURLOPT_CONNECTTIMEOUT_MS, "CONNECTTIMEOUT_MS", std::max(options_.connect_timeout_ms, 0L));
+  s.set(CURLOPT_TIMEOUT_MS, "TIMEOUT_MS", std::max(options_.total_timeout_ms, 0L));
+  if (options_.low_speed_bytes_per_s > 0 && options_.low_speed_time_s > 0) {
+    s.set(CURLOPT_LOW_SPEED_LIMIT, "LOW_SPEED_LIMIT", options_.low_speed_bytes_per_s);
+    s.set(CURLOPT_LOW_SPEED_TIME, "LOW_SPEED_TIME", options_.low_speed_time_s);
+  }
+  if (!options_.ca_file.empty()) s.set(CURLOPT_CAINFO, "CAINFO", options_.ca_file.c_str());
+  s.set(CURLOPT_USERAGENT, "USERAGENT", options_.user_agent.c_str());
+  // No CURLOPT_ACCEPT_ENCODING: bytes are counted and handed over exactly as signed.
+  s.set(CURLOPT_ERRORBUFFER, "ERRORBUFFER", errbuf);
+  s.set(CURLOPT_HEADERFUNCTION, "HEADERFUNCTION", &on_header);
+  s.set(CURLOPT_HEADERDATA, "HEADERDATA", static_cast<void*>(&t));
+  s.set(CURLOPT_WRITEFUNCTION, "WRITEFUNCTION", &on_body);
+  s.set(CURLOPT_WRITEDATA, "WRITEDATA", static_cast<void*>(&t));
+  if (s.failed()) return fail(Errc::network, url + ": " + *s.failed());
+
+  const CURLcode rc = curl_easy_perform(curl);
+
+  if (t.error) return std::unexpected(std::move(*t.error));
+  if (t.bad_status) return std::unexpected(status_error(url, t.status));
+  if (rc != CURLE_OK) {
+    std::string message = url + ": " + curl_easy_strerror(rc);
+    if (errbuf[0] != '\0') message += std::string(" (") + errbuf + ")";
+    return fail(Errc::network, std::move(message));
+  }
+  if (long status = response_code(curl); !is_2xx(status)) {
+    return std::unexpected(status_error(url, status));
+  }
+  return {};
+}
+
+}  // namespace net

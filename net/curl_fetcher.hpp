@@ -1,0 +1,62 @@
+// catalog::tuf::Fetcher over libcurl: how the daemon reaches remote catalogs.
+//
+// Hostile-server defences live here, below the TUF workflow: scheme allow-list (https
+// only unless told otherwise, never file://), the same allow-list for redirects, a
+// redirect bound, connect/low-speed/total timeouts, and the byte cap enforced while
+// streaming (an announced Content-Length over the cap aborts before any body byte).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "catalog/error.hpp"
+#include "catalog/tuf/fetcher.hpp"
+
+namespace net {
+
+struct CurlFetcherOptions {
+  // Also accept plain http:// URLs (and redirects to them). Off: https:// only.
+  // file:// and every other scheme are always refused.
+  bool allow_http = false;
+  // Time allowed to establish the connection (DNS, TCP, TLS), in milliseconds.
+  long connect_timeout_ms = 10000;
+  // A transfer slower than low_speed_bytes_per_s for low_speed_time_s seconds is
+  // aborted (slow-retrieval defence). Either <= 0 disables the check.
+  long low_speed_bytes_per_s = 1024;
+  long low_speed_time_s = 30;
+  // Hard bound on the whole transfer, in milliseconds; <= 0 means no bound.
+  long total_timeout_ms = 300000;
+  // Redirects followed at most (to allowed schemes only); <= 0 follows none, and a
+  // redirect answer then fails as a non-2xx status.
+  int max_redirects = 3;
+  // PEM bundle of trusted CAs; empty uses the system default.
+  std::string ca_file;
+  std::string user_agent = "epbroker/0.1";
+};
+
+// Thread-safe: every fetch() uses its own easy handle; one CurlFetcher may be shared
+// by threads. Never throws.
+class CurlFetcher : public catalog::tuf::Fetcher {
+ public:
+  explicit CurlFetcher(CurlFetcherOptions options = {});
+
+  // Contract (see catalog::tuf::Fetcher), plus:
+  //  - a URL whose scheme is not allowed fails with Errc::invalid_argument before any
+  //    connection is made;
+  //  - HTTP 403/404/410 fail with Errc::not_found, other non-2xx with Errc::network
+  //    (status in the message); the body of an error answer never reaches `sink`;
+  //  - transport failures (refused, timeouts, TLS, redirect to a refused scheme, too
+  //    many redirects) fail with Errc::network and libcurl's explanation;
+  //  - more than `max_bytes` (announced or received) fails with Errc::length_mismatch,
+  //    message naming the URL and the cap; the transfer is aborted at once;
+  //  - an error returned by `sink` aborts the transfer and is returned as is.
+  catalog::Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
+                              const catalog::tuf::ChunkSink& sink) override;
+
+  const CurlFetcherOptions& options() const { return options_; }
+
+ private:
+  CurlFetcherOptions options_;
+};
+
+}  // namespace net

@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Prepare a Debian bookworm machine to build and test epbroker.
+#
+# Idempotent: a second run only checks what is there and downloads nothing.
+# Everything fetched lives in the cache dir, outside the git tree:
+#   $EPBROKER_CACHE            (default ~/.cache/epbroker)
+#     dl/                      pinned npm tarballs (SHA-256 checked)
+#     onnxruntime/             include/ (1.29 headers), lib/ (1.30 lib), lib-1.29/, VERSION
+#     venv/                    python-tuf for the interop tests
+#     env.sh                   exports EPBROKER_CACHE, EPBROKER_ORT_ROOT, EPBROKER_PYTHON
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+START=$SECONDS
+
+log() { printf '==> %s\n' "$*"; }
+die() {
+  printf 'bootstrap: ERROR: %s\n' "$*" >&2
+  exit 1
+}
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+# Run a command as root: directly when we are root, else through sudo if present.
+as_root() {
+  if [[ $EUID -eq 0 ]]; then
+    "$@"
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo "$@"
+  else
+    die "not root and no sudo; cannot run: $*"
+  fi
+}
+
+# --- Pinned inputs ---------------------------------------------------------------
+ORT_VERSION=1.30.0
+ORT_NODE_SPEC=onnxruntime-node@1.30.0
+ORT_NODE_TGZ=onnxruntime-node-1.30.0.tgz
+ORT_NODE_SHA=6e3390d6b783e7be946fad629292799da28d0b42f84856e50d2c1b0383291e75
+ORT_NODE_LIB=package/bin/napi-v6/linux/x64/libonnxruntime.so.1
+
+ASUS4_SPEC=com.github.asus4.onnxruntime@0.4.9
+ASUS4_TGZ=com.github.asus4.onnxruntime-0.4.9.tgz
+ASUS4_SHA=e59788788818fdde1b2e522e766a21ba0f7d8391de55737abf81e32cc801785d
+ASUS4_HEADERS='package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers'
+ASUS4_LINUX=package/Plugins/Linux/x64
+
+# Bump when the unpacked layout changes, so existing caches get rebuilt.
+ORT_LAYOUT=1
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git clang-format
+  libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libcurl4-openssl-dev libssl-dev
+  nlohmann-json3-dev libarchive-dev libspdlog-dev libgtest-dev libgmock-dev
+  dbus-daemon python3 python3-venv zstd curl ca-certificates
+)
+# Node/npm are only needed for `npm pack`; keep any node already installed.
+command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
+
+# --- Cache dir and lock ----------------------------------------------------------
+CACHE="${EPBROKER_CACHE:-$HOME/.cache/epbroker}"
+mkdir -p "$CACHE/dl"
+CACHE="$(cd "$CACHE" && pwd)"
+DL="$CACHE/dl"
+ORT_ROOT="$CACHE/onnxruntime"
+VENV="$CACHE/venv"
+
+# Serialize concurrent bootstraps sharing one cache.
+exec 9>"$CACHE/.bootstrap.lock"
+flock 9
+
+# Scratch space inside the cache (same filesystem, so `mv` is atomic).
+SCRATCH="$(mktemp -d "$CACHE/.scratch.XXXXXX")"
+trap 'rm -rf "$SCRATCH"' EXIT
+
+# --- 1. Debian packages ----------------------------------------------------------
+command -v dpkg-query >/dev/null 2>&1 || die "dpkg-query not found: this script targets Debian"
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q '^install ok installed$' ||
+    missing+=("$pkg")
+done
+if ((${#missing[@]} > 0)); then
+  log "apt: installing (missing: ${missing[*]})"
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+else
+  log "apt: all ${#PACKAGES[@]} packages already installed"
+fi
+
+# --- 2. Pinned downloads ---------------------------------------------------------
+# fetch_npm SPEC FILE SHA256: make $DL/FILE exist with that hash, via `npm pack`.
+fetch_npm() {
+  local spec=$1 file=$2 want=$3
+  local dest="$DL/$file"
+  if [[ -f $dest ]]; then
+    if [[ $(sha256_of "$dest") == "$want" ]]; then
+      log "download: $file present, SHA-256 ok"
+      return 0
+    fi
+    echo "bootstrap: WARNING: $dest has a wrong SHA-256; deleting and fetching again" >&2
+    rm -f "$dest"
+  fi
+  command -v npm >/dev/null 2>&1 || die "npm not found"
+  log "download: npm pack $spec"
+  # Pack into a private dir under dl/ with a throwaway npm cache, then move into place.
+  local tmp
+  tmp="$(mktemp -d "$DL/.npm-pack.XXXXXX")"
+  if ! (cd "$tmp" && npm pack "$spec" --ignore-scripts --loglevel=error \
+    --cache "$tmp/.npm-cache" >/dev/null); then
+    rm -rf "$tmp"
+    die "npm pack $spec failed"
+  fi
+  if [[ ! -f $tmp/$file ]]; then
+    rm -rf "$tmp"
+    die "npm pack $spec did not produce $file"
+  fi
+  local got
+  got="$(sha256_of "$tmp/$file")"
+  if [[ $got != "$want" ]]; then
+    rm -rf "$tmp"
+    die "SHA-256 MISMATCH for $spec ($file): expected $want, got $got; file deleted"
+  fi
+  mv "$tmp/$file" "$dest"
+  rm -rf "$tmp"
+}
+fetch_npm "$ORT_NODE_SPEC" "$ORT_NODE_TGZ" "$ORT_NODE_SHA"
+fetch_npm "$ASUS4_SPEC" "$ASUS4_TGZ" "$ASUS4_SHA"
+
+# --- 3. ONNX Runtime layout ------------------------------------------------------
+# include/ = 1.29 headers (asus4 package; has onnxruntime_ep_c_api.h),
+# lib/ = 1.30 libonnxruntime.so.1 (onnxruntime-node), lib-1.29/ = asus4 Linux lib.
+ORT_STAMP="layout=$ORT_LAYOUT node=$ORT_NODE_SHA asus4=$ASUS4_SHA"
+if [[ -f $ORT_ROOT/.stamp && "$(<"$ORT_ROOT/.stamp")" == "$ORT_STAMP" ]]; then
+  log "onnxruntime: $ORT_ROOT up to date"
+else
+  log "onnxruntime: unpacking into $ORT_ROOT"
+  x="$SCRATCH/x"
+  out="$SCRATCH/onnxruntime"
+  mkdir -p "$x" "$out/include" "$out/lib" "$out/lib-1.29"
+  tar -xzf "$DL/$ORT_NODE_TGZ" -C "$x" --no-same-owner "$ORT_NODE_LIB"
+  tar -xzf "$DL/$ASUS4_TGZ" -C "$x" --no-same-owner "$ASUS4_HEADERS" "$ASUS4_LINUX"
+
+  cp "$x/$ASUS4_HEADERS"/*.h "$out/include/"
+  [[ -f $out/include/onnxruntime_ep_c_api.h ]] || die "onnxruntime_ep_c_api.h missing"
+
+  cp "$x/$ORT_NODE_LIB" "$out/lib/libonnxruntime.so.1"
+  ln -s libonnxruntime.so.1 "$out/lib/libonnxruntime.so"
+  echo "$ORT_VERSION" >"$out/VERSION"
+
+  # The asus4 lib is named libonnxruntime.so but its SONAME is libonnxruntime.so.1.
+  cp "$x/$ASUS4_LINUX/libonnxruntime.so" "$out/lib-1.29/libonnxruntime.so.1"
+  ln -s libonnxruntime.so.1 "$out/lib-1.29/libonnxruntime.so"
+  cp "$x/$ASUS4_LINUX/libonnxruntime_providers_shared.so" "$out/lib-1.29/"
+  echo "1.29.0" >"$out/lib-1.29/VERSION"
+
+  echo "$ORT_STAMP" >"$out/.stamp" # written last: marks a complete layout
+  rm -rf "$ORT_ROOT"
+  mv "$out" "$ORT_ROOT"
+fi
+
+# --- 4. Python venv with python-tuf ----------------------------------------------
+REQ="$REPO_ROOT/scripts/requirements-interop.txt"
+[[ -f $REQ ]] || die "$REQ not found"
+PY_STAMP="req=$(sha256_of "$REQ") python=$(/usr/bin/python3 -c 'import sys; print(sys.version.split()[0])')"
+venv_ok() { "$VENV/bin/python" -c 'import tuf.ngclient, securesystemslib.signer' 2>/dev/null; }
+if [[ -f $VENV/.stamp && "$(<"$VENV/.stamp")" == "$PY_STAMP" ]] && venv_ok; then
+  log "venv: $VENV up to date"
+else
+  log "venv: creating $VENV"
+  rm -rf "$VENV"
+  /usr/bin/python3 -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
+    --require-hashes --no-deps --only-binary=:all: -r "$REQ" ||
+    die "pip install failed (the pinned wheels are for CPython 3.11 on x86_64 Linux)"
+  venv_ok || die "venv check failed: cannot import tuf.ngclient, securesystemslib.signer"
+  echo "$PY_STAMP" >"$VENV/.stamp" # written last: marks a complete venv
+fi
+
+# --- 5. env.sh and summary -------------------------------------------------------
+ENV_LINES="export EPBROKER_CACHE=$(printf '%q' "$CACHE")
+export EPBROKER_ORT_ROOT=$(printf '%q' "$ORT_ROOT")
+export EPBROKER_PYTHON=$(printf '%q' "$VENV/bin/python")"
+{
+  echo "# Generated by scripts/bootstrap.sh. Use: . $(printf '%q' "$CACHE/env.sh")"
+  echo "$ENV_LINES"
+} >"$SCRATCH/env.sh"
+mv "$SCRATCH/env.sh" "$CACHE/env.sh"
+
+ort_api="$(sed -n 's/^#define ORT_API_VERSION \([0-9]*\).*/\1/p' "$ORT_ROOT/include/onnxruntime_c_api.h")"
+tuf_ver="$("$VENV/bin/python" -c 'import tuf; print(tuf.__version__)')"
+cat <<EOF
+
+epbroker bootstrap done in $((SECONDS - START))s
+  cache          $CACHE
+  onnxruntime    $(<"$ORT_ROOT/VERSION") in $ORT_ROOT (headers: ORT_API_VERSION $ort_api)
+  onnxruntime    $(<"$ORT_ROOT/lib-1.29/VERSION") in $ORT_ROOT/lib-1.29
+  python         $VENV/bin/python (tuf $tuf_ver)
+Environment (also in $CACHE/env.sh):
+$ENV_LINES
+EOF

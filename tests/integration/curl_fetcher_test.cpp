@@ -1,0 +1,288 @@
+// net::CurlFetcher against a real HTTP server on loopback (tests/support/http_server.py),
+// honest and hostile answers alike.
+#include "net/curl_fetcher.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <span>
+#include <string>
+
+#include "catalog/error.hpp"
+#include "tests/support/http_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace net {
+namespace {
+
+using catalog::Errc;
+using catalog::Result;
+using tests::support::HttpServer;
+using tests::support::TempDir;
+using tests::support::url_encode;
+
+constexpr std::uint64_t kMiB = 1024 * 1024;
+
+// Deterministic bytes of every value, large enough to arrive in several chunks.
+std::string pattern(std::size_t size) {
+  std::string s(size, '\0');
+  std::uint32_t x = 0x12345678;
+  for (auto& c : s) {
+    x = x * 1664525u + 1013904223u;
+    c = static_cast<char>(x >> 24);
+  }
+  return s;
+}
+
+// A sink that collects what it is given.
+struct Collector {
+  std::string body;
+  std::size_t chunks = 0;
+
+  catalog::tuf::ChunkSink sink() {
+    return [this](std::span<const std::byte> chunk) -> Result<void> {
+      body.append(reinterpret_cast<const char*>(chunk.data()), chunk.size());
+      ++chunks;
+      return {};
+    };
+  }
+};
+
+// Options for the loopback server: plain http, and a total bound well below the
+// default so a defence that fails shows as a wrong error instead of a hung test.
+CurlFetcherOptions http_options() {
+  CurlFetcherOptions o;
+  o.allow_http = true;
+  o.total_timeout_ms = 60000;
+  return o;
+}
+
+// A loopback port nobody listens on: bound, then closed.
+std::uint16_t closed_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+class CurlFetcherTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // Loopback only: a proxy from the environment must not get in the way.
+    for (const char* name :
+         {"http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"}) {
+      unsetenv(name);
+    }
+  }
+
+  void SetUp() override {
+    tests::support::write_file(root_ / "blob.bin", blob_);
+    tests::support::write_file(root_ / "empty", "");
+    tests::support::write_file(root_ / "dir/small.txt", "hello\n");
+  }
+
+  const std::string blob_ = pattern(300 * 1024 + 17);
+  TempDir root_;
+  HttpServer server_{root_.path()};
+};
+
+TEST_F(CurlFetcherTest, FetchesAFileExactly) {
+  CurlFetcher fetcher(http_options());
+  Collector c;
+  auto r = fetcher.fetch(server_.url("blob.bin"), kMiB, c.sink());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(c.body, blob_);
+  EXPECT_GT(c.chunks, 1u);
+
+  auto small = fetcher.fetch_bytes(server_.url("/dir/small.txt"), 100);
+  ASSERT_TRUE(small) << small.error().message;
+  EXPECT_EQ(*small, "hello\n");
+}
+
+TEST_F(CurlFetcherTest, EmptyBodyWithZeroCap) {
+  CurlFetcher fetcher(http_options());
+  auto r = fetcher.fetch_bytes(server_.url("empty"), 0);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(*r, "");
+}
+
+TEST_F(CurlFetcherTest, CapEqualToSizeSucceeds) {
+  CurlFetcher fetcher(http_options());
+  Collector c;
+  auto r = fetcher.fetch(server_.url("blob.bin"), blob_.size(), c.sink());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(c.body, blob_);
+}
+
+TEST_F(CurlFetcherTest, CapOneBelowSizeFailsOnContentLengthBeforeAnyByte) {
+  CurlFetcher fetcher(http_options());
+  Collector c;
+  const std::string url = server_.url("blob.bin");
+  const std::uint64_t cap = blob_.size() - 1;
+  auto r = fetcher.fetch(url, cap, c.sink());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::length_mismatch) << r.error().message;
+  EXPECT_NE(r.error().message.find(url), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find(std::to_string(cap)), std::string::npos) << r.error().message;
+  EXPECT_EQ(c.body.size(), 0u);  // refused on the announced length
+}
+
+TEST_F(CurlFetcherTest, EndlessStreamStopsAtCap) {
+  CurlFetcher fetcher(http_options());
+  Collector c;
+  const std::string url = server_.url("__endless__/forever");
+  auto r = fetcher.fetch(url, kMiB, c.sink());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::length_mismatch) << r.error().message;
+  EXPECT_NE(r.error().message.find(url), std::string::npos) << r.error().message;
+  EXPECT_LE(c.body.size(), kMiB);
+}
+
+TEST_F(CurlFetcherTest, MissingResourcesAreNotFound) {
+  CurlFetcher fetcher(http_options());
+  for (const std::string path :
+       {"no-such-file", "__status__/404/x", "__status__/403/x", "__status__/410/x"}) {
+    Collector c;
+    auto r = fetcher.fetch(server_.url(path), kMiB, c.sink());
+    ASSERT_FALSE(r) << path;
+    EXPECT_EQ(r.error().code, Errc::not_found) << path << ": " << r.error().message;
+    EXPECT_EQ(c.body, "") << path << ": an error page reached the sink";
+  }
+}
+
+TEST_F(CurlFetcherTest, ServerErrorIsNetworkWithStatus) {
+  CurlFetcher fetcher(http_options());
+  for (const std::string code : {"500", "503", "418"}) {
+    Collector c;
+    auto r = fetcher.fetch(server_.url("__status__/" + code + "/x"), kMiB, c.sink());
+    ASSERT_FALSE(r) << code;
+    EXPECT_EQ(r.error().code, Errc::network) << r.error().message;
+    EXPECT_NE(r.error().message.find(code), std::string::npos) << r.error().message;
+    EXPECT_EQ(c.body, "");
+  }
+}
+
+TEST_F(CurlFetcherTest, HttpRefusedUnlessAllowed) {
+  CurlFetcher fetcher;  // defaults: https only
+  EXPECT_FALSE(fetcher.options().allow_http);
+  Collector c;
+  auto r = fetcher.fetch(server_.url("blob.bin"), kMiB, c.sink());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::invalid_argument) << r.error().message;
+  EXPECT_EQ(c.body, "");
+}
+
+TEST_F(CurlFetcherTest, OtherSchemesRefused) {
+  CurlFetcher fetcher(http_options());
+  const std::string file_url = "file://" + (root_ / "blob.bin").string();
+  for (const std::string& url : {file_url, std::string("ftp://127.0.0.1/x"),
+                                 std::string("127.0.0.1/blob.bin"), std::string("")}) {
+    Collector c;
+    auto r = fetcher.fetch(url, kMiB, c.sink());
+    ASSERT_FALSE(r) << url;
+    EXPECT_EQ(r.error().code, Errc::invalid_argument) << url << ": " << r.error().message;
+    EXPECT_EQ(c.body, "");
+  }
+}
+
+TEST_F(CurlFetcherTest, RedirectToAllowedUrlIsFollowed) {
+  CurlFetcher fetcher(http_options());
+  Collector c;
+  auto r = fetcher.fetch(server_.url("__redirect__/" + url_encode(server_.url("blob.bin"))), kMiB,
+                         c.sink());
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(c.body, blob_);
+}
+
+TEST_F(CurlFetcherTest, RedirectToFileUrlIsRefused) {
+  CurlFetcher fetcher(http_options());
+  Collector c;
+  const std::string target = "file://" + (root_ / "blob.bin").string();
+  auto r = fetcher.fetch(server_.url("__redirect__/" + url_encode(target)), kMiB, c.sink());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::network) << r.error().message;
+  EXPECT_EQ(c.body, "");
+}
+
+TEST_F(CurlFetcherTest, RedirectsAreBounded) {
+  const std::string once = server_.url("__redirect__/" + url_encode(server_.url("blob.bin")));
+  const std::string twice = server_.url("__redirect__/" + url_encode(once));
+  {
+    CurlFetcherOptions o = http_options();
+    o.max_redirects = 1;
+    Collector c;
+    auto r = CurlFetcher(o).fetch(twice, kMiB, c.sink());
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Errc::network) << r.error().message;
+    EXPECT_EQ(c.body, "");
+  }
+  {
+    CurlFetcherOptions o = http_options();
+    o.max_redirects = 0;
+    Collector c;
+    auto r = CurlFetcher(o).fetch(once, kMiB, c.sink());
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, Errc::network) << r.error().message;
+    EXPECT_NE(r.error().message.find("302"), std::string::npos) << r.error().message;
+    EXPECT_EQ(c.body, "");
+  }
+  {
+    CurlFetcherOptions o = http_options();
+    o.max_redirects = 2;
+    Collector c;
+    auto r = CurlFetcher(o).fetch(twice, kMiB, c.sink());
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_EQ(c.body, blob_);
+  }
+}
+
+TEST_F(CurlFetcherTest, SlowServerIsAborted) {
+  CurlFetcherOptions o = http_options();
+  o.low_speed_bytes_per_s = 100;
+  o.low_speed_time_s = 2;
+  CurlFetcher fetcher(o);
+  Collector c;
+  auto r = fetcher.fetch(server_.url("__slow__/drip"), kMiB, c.sink());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::network) << r.error().message;
+}
+
+TEST_F(CurlFetcherTest, SinkErrorPropagates) {
+  CurlFetcher fetcher(http_options());
+  std::size_t calls = 0;
+  auto sink = [&](std::span<const std::byte>) -> Result<void> {
+    ++calls;
+    return catalog::fail(Errc::hash_mismatch, "sink says no");
+  };
+  auto r = fetcher.fetch(server_.url("blob.bin"), kMiB, sink);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::hash_mismatch);
+  EXPECT_EQ(r.error().message, "sink says no");
+  EXPECT_EQ(calls, 1u);  // aborted at the first refusal
+}
+
+TEST_F(CurlFetcherTest, ConnectionRefusedIsNetwork) {
+  CurlFetcher fetcher(http_options());
+  Collector c;
+  const std::string url = "http://127.0.0.1:" + std::to_string(closed_port()) + "/x";
+  auto r = fetcher.fetch(url, kMiB, c.sink());
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::network) << r.error().message;
+  EXPECT_NE(r.error().message.find(url), std::string::npos) << r.error().message;
+}
+
+}  // namespace
+}  // namespace net

@@ -1,0 +1,46 @@
+// A loopback HTTP server for tests: tests/support/http_server.py run as a child process.
+//
+// Serves the files under a root directory on 127.0.0.1 (ephemeral port), plus the
+// fault-injection paths of http_server.py: /__endless__/, /__status__/CODE/,
+// /__slow__/, /__redirect__/URL-ENCODED-TARGET.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "tests/support/temp_dir.hpp"
+
+namespace tests::support {
+
+class HttpServer {
+ public:
+  // Starts the server on `root` and waits (up to 10 s) until it listens.
+  // Interpreter: $EPBROKER_PYTHON, else `python3` from PATH; script:
+  // $EPBROKER_SOURCE_DIR/tests/support/http_server.py (CTest sets the variable).
+  // Throws std::runtime_error if the server cannot be started (like TempDir).
+  explicit HttpServer(const std::filesystem::path& root);
+  // SIGTERM, then SIGKILL if the server has not exited within 5 s; always reaped.
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  std::uint16_t port() const { return port_; }
+  // "http://127.0.0.1:PORT/" + `path` (one leading '/' of `path` is dropped).
+  std::string url(const std::string& path) const;
+
+ private:
+  void stop();
+
+  TempDir state_;  // holds the port file
+  pid_t pid_ = -1;
+  std::uint16_t port_ = 0;
+};
+
+// Percent-encodes every byte but unreserved ones (RFC 3986), e.g. to build
+// "/__redirect__/" + url_encode(target).
+std::string url_encode(const std::string& s);
+
+}  // namespace tests::support

@@ -1,0 +1,178 @@
+#!/usr/bin/env python3
+"""Loopback HTTP server for tests: honest files plus hostile answers on demand.
+
+Usage: http_server.py --root DIR [--port 0] [--port-file FILE]
+
+Binds 127.0.0.1 (port 0 = ephemeral), writes the chosen port to --port-file
+atomically (temporary file, then rename) and prints it as the first stdout line.
+Serves the files under DIR (GET and HEAD, with Content-Length). Special path
+prefixes inject faults, so one server serves honest and hostile responses:
+
+  /__endless__/<anything>            200, no Content-Length, 64 KiB chunks forever
+                                     (until the client disconnects)
+  /__status__/<code>/<anything>      answers status <code> with a short body
+  /__slow__/<anything>               200, no Content-Length, 1 byte per second
+                                     (stops after 600 s)
+  /__redirect__/<url-encoded target> 302 to the decoded target
+
+Exits on SIGTERM. Standard library only.
+"""
+
+import argparse
+import http.server
+import os
+import signal
+import sys
+import time
+import urllib.parse
+
+CHUNK = b"\xa5" * (64 * 1024)
+SLOW_SECONDS = 600
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    # HTTP/1.0: every answer closes its connection, so a body without
+    # Content-Length simply ends when the connection does.
+    protocol_version = "HTTP/1.0"
+    server_version = "epbroker-test-http/1"
+    root = "."
+
+    def log_message(self, format, *args):  # quiet: tests read their own output
+        pass
+
+    def do_GET(self):
+        self._dispatch(send_body=True)
+
+    def do_HEAD(self):
+        self._dispatch(send_body=False)
+
+    # ---- dispatch --------------------------------------------------------
+
+    def _dispatch(self, send_body):
+        raw_path = self.path.split("?", 1)[0].split("#", 1)[0]
+        try:
+            if raw_path.startswith("/__endless__/"):
+                self._endless(send_body)
+            elif raw_path.startswith("/__status__/"):
+                self._status(raw_path[len("/__status__/"):], send_body)
+            elif raw_path.startswith("/__slow__/"):
+                self._slow(send_body)
+            elif raw_path.startswith("/__redirect__/"):
+                self._redirect(raw_path[len("/__redirect__/"):], send_body)
+            else:
+                self._file(raw_path, send_body)
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
+            pass  # the client went away: expected for the hostile answers
+
+    def _simple(self, code, body, send_body, headers=()):
+        self.send_response(code)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if send_body and code >= 200 and code not in (204, 304):
+            self.wfile.write(body)
+
+    def _file(self, raw_path, send_body):
+        rel = urllib.parse.unquote(raw_path).lstrip("/")
+        root = os.path.realpath(self.root)
+        full = os.path.realpath(os.path.join(root, rel))
+        if (full != root and not full.startswith(root + os.sep)) or not os.path.isfile(full):
+            self._simple(404, b"not found\n", send_body)
+            return
+        try:
+            with open(full, "rb") as f:
+                data = f.read()
+        except OSError:
+            self._simple(403, b"forbidden\n", send_body)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if send_body:
+            self.wfile.write(data)
+
+    def _endless(self, send_body):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        if not send_body:
+            return
+        while True:
+            self.wfile.write(CHUNK)
+
+    def _status(self, rest, send_body):
+        code_text = rest.split("/", 1)[0]
+        try:
+            code = int(code_text)
+            if not 100 <= code <= 599:
+                raise ValueError(code_text)
+        except ValueError:
+            self._simple(400, b"bad status code\n", send_body)
+            return
+        self._simple(code, ("status %d\n" % code).encode(), send_body)
+
+    def _slow(self, send_body):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.end_headers()
+        if not send_body:
+            return
+        for _ in range(SLOW_SECONDS):
+            self.wfile.write(b"s")
+            self.wfile.flush()
+            time.sleep(1)
+
+    def _redirect(self, encoded_target, send_body):
+        target = urllib.parse.unquote(encoded_target)
+        self._simple(302, b"redirect\n", send_body, headers=[("Location", target)])
+
+
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True  # hostile streams must not keep the process alive
+    allow_reuse_address = True
+
+
+def write_port_file(path, port):
+    tmp = "%s.tmp.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write("%d\n" % port)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--root", required=True, help="directory to serve")
+    parser.add_argument("--port", type=int, default=0, help="port (0: ephemeral)")
+    parser.add_argument("--port-file", help="where to write the chosen port")
+    args = parser.parse_args(argv)
+
+    if not os.path.isdir(args.root):
+        parser.error("--root %s is not a directory" % args.root)
+    Handler.root = os.path.realpath(args.root)
+
+    def on_sigterm(signum, frame):
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+
+    server = Server(("127.0.0.1", args.port), Handler)
+    port = server.server_address[1]
+    if args.port_file:
+        write_port_file(args.port_file, port)
+    print(port, flush=True)
+    try:
+        server.serve_forever(poll_interval=0.2)
+    except (SystemExit, KeyboardInterrupt):
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
