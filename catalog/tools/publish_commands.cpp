@@ -1,0 +1,357 @@
+#include "catalog/tools/publish_commands.hpp"
+
+#include <sys/stat.h>
+
+#include <charconv>
+#include <iostream>
+
+#include "catalog/atomic_file.hpp"
+#include "catalog/crypto/hash.hpp"
+#include "catalog/ep_metadata.hpp"
+#include "catalog/tuf/dir_fetcher.hpp"
+#include "catalog/tuf/repository.hpp"
+#include "catalog/tuf/updater.hpp"
+
+namespace catalog::tools {
+namespace {
+
+namespace fs = std::filesystem;
+using tuf::Repository;
+
+int usage(const std::string& cmd, const std::string& msg) {
+  std::cerr << "epbroker-publish " << cmd << ": " << msg << "\nTry 'epbroker-publish " << cmd
+            << " --help'.\n";
+  return 2;
+}
+
+int failure(const std::string& cmd, const Error& e) {
+  std::cerr << "epbroker-publish " << cmd << ": " << errc_name(e.code) << ": " << e.message << "\n";
+  return 1;
+}
+
+tuf::TimePoint now() {
+  return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+}
+
+// Applies --*-days options; false (with a message) on a bad number.
+bool apply_lifetimes(const Args& args, Repository& repo, const std::string& cmd) {
+  struct Opt {
+    const char* name;
+    std::chrono::seconds* field;
+  } opts[] = {{"root-days", &repo.root_lifetime},
+              {"targets-days", &repo.targets_lifetime},
+              {"snapshot-days", &repo.snapshot_lifetime},
+              {"timestamp-days", &repo.timestamp_lifetime}};
+  for (const auto& o : opts) {
+    auto v = args.get(o.name);
+    if (!v) continue;
+    unsigned days = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), days);
+    if (ec != std::errc() || p != v->data() + v->size() || days == 0 || days > 36500) {
+      usage(cmd, std::string("--") + o.name + " must be a number of days between 1 and 36500");
+      return false;
+    }
+    *o.field = std::chrono::days{days};
+  }
+  return true;
+}
+
+// All private keys in `dir` (not in subdirectories), with their file paths.
+Result<std::vector<std::pair<fs::path, crypto::PrivateKey>>> load_keys(const fs::path& dir) {
+  std::vector<std::pair<fs::path, crypto::PrivateKey>> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (!e.is_regular_file() || e.path().extension() != ".pem") continue;
+    auto pem = read_file(e.path(), 64 * 1024);
+    if (!pem) return std::unexpected(pem.error());
+    auto key = crypto::PrivateKey::from_pem(*pem);
+    if (!key) return fail(key.error().code, e.path().string() + ": " + key.error().message);
+    out.emplace_back(e.path(), std::move(*key));
+  }
+  if (ec) return fail(Errc::io, "read keys from " + dir.string() + ": " + ec.message());
+  return out;
+}
+
+// Writes a private key with mode 0600; refuses to overwrite.
+Result<void> write_key(const fs::path& path, const crypto::PrivateKey& key) {
+  if (fs::exists(path)) return fail(Errc::invalid_argument, path.string() + " already exists");
+  auto pem = key.to_pem();
+  if (!pem) return std::unexpected(pem.error());
+  if (auto ok = atomic_write_file(path, *pem); !ok) return ok;
+  ::chmod(path.c_str(), 0600);
+  return {};
+}
+
+struct Loaded {
+  Repository repo;
+  std::vector<std::pair<fs::path, std::string>> key_files;  // path, keyid
+};
+
+// --repo + --keys -> repository with its signing keys.
+Result<Loaded> open_repo(const Args& args) {
+  auto repo = Repository::load(*args.get("repo"));
+  if (!repo) return std::unexpected(repo.error());
+  auto keys = load_keys(*args.get("keys"));
+  if (!keys) return std::unexpected(keys.error());
+  Loaded l{std::move(*repo), {}};
+  for (auto& [path, key] : *keys) {
+    l.key_files.emplace_back(path, tuf::Key::from_public(key.public_key()).keyid());
+    l.repo.add_signing_key(std::move(key));
+  }
+  return l;
+}
+
+bool require(const Args& args, const std::string& cmd, std::initializer_list<const char*> names,
+             int& rc) {
+  for (const char* n : names) {
+    if (!args.get(n)) {
+      rc = usage(cmd, std::string("--") + n + " is required");
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int cmd_init(const Args& args) {
+  int rc = 0;
+  if (!require(args, "init", {"repo", "keys"}, rc)) return rc;
+  if (!args.positionals.empty()) return usage("init", "unexpected argument");
+  unsigned nkeys = 1, threshold = 1;
+  for (auto [name, out] :
+       {std::pair{"root-keys", &nkeys}, std::pair{"root-threshold", &threshold}}) {
+    if (auto v = args.get(name)) {
+      auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), *out);
+      if (ec != std::errc() || p != v->data() + v->size() || *out == 0 || *out > 16) {
+        return usage("init", std::string("--") + name + " must be between 1 and 16");
+      }
+    }
+  }
+  if (threshold > nkeys) return usage("init", "--root-threshold exceeds --root-keys");
+  const fs::path repo_dir = *args.get("repo"), keys_dir = *args.get("keys");
+  if (fs::exists(repo_dir / "metadata")) {
+    return failure("init", {Errc::invalid_argument, (repo_dir / "metadata").string() + " exists"});
+  }
+  auto repo = Repository::create(now(), nkeys, threshold, !args.has("no-consistent-snapshot"));
+  if (!repo) return failure("init", repo.error());
+  if (!apply_lifetimes(args, *repo, "init")) return 2;
+  // 1. Keys first (0700 directory, 0600 files), never overwriting one.
+  std::error_code ec;
+  fs::create_directories(keys_dir, ec);
+  if (ec) return failure("init", {Errc::io, "create " + keys_dir.string() + ": " + ec.message()});
+  ::chmod(keys_dir.c_str(), 0700);
+  for (const char* role : {"root", "timestamp", "snapshot", "targets"}) {
+    const auto& ids = repo->root.roles.at(role).keyids;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const std::string file = ids.size() == 1
+                                   ? std::string(role) + ".pem"
+                                   : std::string(role) + "-" + std::to_string(i + 1) + ".pem";
+      if (auto ok = write_key(keys_dir / file, repo->signing_keys().at(ids[i])); !ok) {
+        return failure("init", ok.error());
+      }
+    }
+  }
+  // 2. Version 1 of every role.
+  if (auto ok = repo->publish(tuf::directory_writer(repo_dir), now()); !ok) {
+    return failure("init", ok.error());
+  }
+  std::cout << "created repository " << repo_dir.string() << " (root: " << threshold << " of "
+            << nkeys << " keys, consistent snapshots "
+            << (repo->root.consistent_snapshot ? "on" : "off") << ")\n"
+            << "keys in " << keys_dir.string()
+            << "; trusted root for clients: " << (repo_dir / "metadata/1.root.json").string()
+            << "\n";
+  return 0;
+}
+
+int cmd_add(const Args& args) {
+  int rc = 0;
+  if (!require(args, "add", {"repo", "keys", "metadata"}, rc)) return rc;
+  if (args.positionals.size() != 1) return usage("add", "expected exactly one PACKAGE");
+  const fs::path package = args.positionals[0];
+  // 1. EP metadata, strictly.
+  auto text = read_file(*args.get("metadata"), 1 << 20);
+  if (!text) return failure("add", text.error());
+  auto meta = parse_ep_metadata_text(*text);
+  if (!meta)
+    return failure("add", {meta.error().code, *args.get("metadata") + ": " + meta.error().message});
+  // 2. The package bytes.
+  auto bytes = read_file(package, std::uint64_t{4} << 30);
+  if (!bytes) return failure("add", bytes.error());
+  auto loaded = open_repo(args);
+  if (!loaded) return failure("add", loaded.error());
+  Repository& repo = loaded->repo;
+  if (!apply_lifetimes(args, repo, "add")) return 2;
+  const std::string path =
+      args.get("target-path").value_or(meta->name + "/" + package.filename().string());
+  const std::size_t size = bytes->size();
+  const std::string sha = crypto::sha256_hex(*bytes);
+  // 3. Into targets, then publish targets -> snapshot -> timestamp.
+  if (auto ok = repo.add_target(path, std::move(*bytes), to_json(*meta),
+                                args.get("role").value_or("targets"));
+      !ok) {
+    return failure("add", ok.error());
+  }
+  if (auto ok = repo.publish(tuf::directory_writer(*args.get("repo")), now()); !ok) {
+    return failure("add", ok.error());
+  }
+  std::cout << "added " << path << " (" << meta->name << " " << meta->version.text << ", " << size
+            << " bytes, sha256 " << sha << "); targets v" << repo.targets.version << ", snapshot v"
+            << repo.snapshot.version << ", timestamp v" << repo.timestamp.version << "\n";
+  return 0;
+}
+
+int cmd_remove(const Args& args) {
+  int rc = 0;
+  if (!require(args, "remove", {"repo", "keys"}, rc)) return rc;
+  if (args.positionals.size() != 1) return usage("remove", "expected exactly one TARGET_PATH");
+  auto loaded = open_repo(args);
+  if (!loaded) return failure("remove", loaded.error());
+  if (!apply_lifetimes(args, loaded->repo, "remove")) return 2;
+  if (auto ok =
+          loaded->repo.remove_target(args.positionals[0], args.get("role").value_or("targets"));
+      !ok) {
+    return failure("remove", ok.error());
+  }
+  if (auto ok = loaded->repo.publish(tuf::directory_writer(*args.get("repo")), now()); !ok) {
+    return failure("remove", ok.error());
+  }
+  std::cout << "removed " << args.positionals[0] << "; targets v" << loaded->repo.targets.version
+            << "\n";
+  return 0;
+}
+
+int cmd_timestamp(const Args& args) {
+  int rc = 0;
+  if (!require(args, "timestamp", {"repo", "keys"}, rc)) return rc;
+  if (!args.positionals.empty()) return usage("timestamp", "unexpected argument");
+  auto loaded = open_repo(args);
+  if (!loaded) return failure("timestamp", loaded.error());
+  if (!apply_lifetimes(args, loaded->repo, "timestamp")) return 2;
+  if (auto ok = loaded->repo.publish_timestamp(tuf::directory_writer(*args.get("repo")), now());
+      !ok) {
+    return failure("timestamp", ok.error());
+  }
+  std::cout << "snapshot v" << loaded->repo.snapshot.version << " expires "
+            << tuf::format_expires(loaded->repo.snapshot.expires) << ", timestamp v"
+            << loaded->repo.timestamp.version << " expires "
+            << tuf::format_expires(loaded->repo.timestamp.expires) << "\n";
+  return 0;
+}
+
+int cmd_rotate(const Args& args) {
+  int rc = 0;
+  if (!require(args, "rotate", {"repo", "keys"}, rc)) return rc;
+  if (args.positionals.size() != 1) return usage("rotate", "expected exactly one ROLE");
+  const std::string role = args.positionals[0];
+  if (role != "root" && role != "timestamp" && role != "snapshot" && role != "targets") {
+    return usage("rotate", "ROLE must be root, timestamp, snapshot or targets");
+  }
+  auto loaded = open_repo(args);
+  if (!loaded) return failure("rotate", loaded.error());
+  Repository& repo = loaded->repo;
+  if (!apply_lifetimes(args, repo, "rotate")) return 2;
+  const auto old_ids = repo.root.roles.at(role).keyids;
+  // 1. The new key: given or generated, written beside the others.
+  Result<crypto::PrivateKey> key = std::unexpected(Error{Errc::invalid_argument, ""});
+  if (auto pem_path = args.get("new-key")) {
+    auto pem = read_file(*pem_path, 64 * 1024);
+    if (!pem) return failure("rotate", pem.error());
+    key = crypto::PrivateKey::from_pem(*pem);
+  } else {
+    key = crypto::PrivateKey::generate();
+  }
+  if (!key) return failure("rotate", key.error());
+  const std::string new_id = tuf::Key::from_public(key->public_key()).keyid();
+  const fs::path keys_dir = *args.get("keys");
+  const fs::path new_file = keys_dir / (role + "-" + new_id.substr(0, 8) + ".pem");
+  if (!fs::exists(new_file)) {
+    if (auto ok = write_key(new_file, *key); !ok) return failure("rotate", ok.error());
+  }
+  // 2. New root (signed by old and new root keys), re-signed role, snapshot, timestamp.
+  if (auto ok = repo.rotate(role, std::move(*key)); !ok) return failure("rotate", ok.error());
+  if (auto ok = repo.publish(tuf::directory_writer(*args.get("repo")), now()); !ok) {
+    return failure("rotate", ok.error());
+  }
+  // 3. Retire the old key files only once the new state is published.
+  std::error_code ec;
+  fs::create_directories(keys_dir / "retired", ec);
+  for (const auto& [path, id] : loaded->key_files) {
+    if (std::find(old_ids.begin(), old_ids.end(), id) == old_ids.end() || id == new_id) continue;
+    bool still_used = false;
+    for (const auto& [_, r] : repo.root.roles) {
+      still_used |= std::find(r.keyids.begin(), r.keyids.end(), id) != r.keyids.end();
+    }
+    if (!still_used) fs::rename(path, keys_dir / "retired" / path.filename(), ec);
+  }
+  std::cout << "rotated " << role << " to key " << new_id.substr(0, 16) << "...; root v"
+            << repo.root.version << "\n";
+  return 0;
+}
+
+int cmd_verify(const Args& args) {
+  int rc = 0;
+  if (!require(args, "verify", {"repo"}, rc)) return rc;
+  const fs::path repo_dir = *args.get("repo");
+  const fs::path root = args.get("root").value_or((repo_dir / "metadata/1.root.json").string());
+  // 1. A scratch client that trusts only `root`.
+  char tmpl[] = "/tmp/epbroker-verify-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) return failure("verify", {Errc::io, "mkdtemp failed"});
+  const fs::path scratch = tmpl;
+  auto cleanup = [&] {
+    std::error_code ec;
+    fs::remove_all(scratch, ec);
+  };
+  auto root_bytes = read_file(root, 512'000);
+  if (!root_bytes) {
+    cleanup();
+    return failure("verify", root_bytes.error());
+  }
+  fs::create_directories(scratch / "meta");
+  if (auto ok = atomic_write_file(scratch / "meta/root.json", *root_bytes); !ok) {
+    cleanup();
+    return failure("verify", ok.error());
+  }
+  tuf::DirFetcher fetcher("repo:/", repo_dir);
+  tuf::UpdaterConfig config;
+  config.metadata_dir = scratch / "meta";
+  config.metadata_base_url = "repo:/metadata/";
+  config.target_base_url = "repo:/targets/";
+  config.target_dir = scratch / "targets";
+  tuf::Updater updater(config, fetcher);
+  // 2. The whole workflow, then every target and its EP metadata.
+  int failures = 0;
+  if (auto ok = updater.refresh(); !ok) {
+    cleanup();
+    return failure("verify", ok.error());
+  }
+  const auto& t = *updater.trusted();
+  std::cout << "root v" << t.root().signed_.version << ", timestamp v"
+            << t.timestamp()->signed_.version << ", snapshot v" << t.snapshot()->signed_.version
+            << ", targets v" << t.targets("targets")->signed_.version << ": signatures, versions, "
+            << "hashes and expiry OK\n";
+  auto targets = updater.all_targets();
+  if (!targets) {
+    cleanup();
+    return failure("verify", targets.error());
+  }
+  for (const auto& target : *targets) {
+    auto path = updater.download_target(target);
+    std::string status = "OK";
+    if (!path) {
+      status = std::string(errc_name(path.error().code)) + ": " + path.error().message;
+    } else if (!target.custom.is_null() && target.custom.contains("epbroker")) {
+      if (auto m = parse_ep_metadata(target.custom); !m)
+        status = "EP metadata: " + m.error().message;
+    }
+    if (path) fs::remove(*path);
+    if (status != "OK") ++failures;
+    std::cout << "  " << target.path << " (" << target.length << " bytes): " << status << "\n";
+  }
+  cleanup();
+  std::cout << targets->size() << " target(s), " << failures << " problem(s)\n";
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace catalog::tools

@@ -1,0 +1,16 @@
+// The subcommands of epbroker-publish. Each returns the process exit status:
+// 0 success, 1 failure (message on stderr), 2 usage error.
+#pragma once
+
+#include "catalog/tools/cli.hpp"
+
+namespace catalog::tools {
+
+int cmd_init(const Args& args);
+int cmd_add(const Args& args);
+int cmd_remove(const Args& args);
+int cmd_timestamp(const Args& args);
+int cmd_rotate(const Args& args);
+int cmd_verify(const Args& args);
+
+}  // namespace catalog::tools
