@@ -1,0 +1,95 @@
+// EP metadata: what a catalog publisher says about one EP package, carried in the
+// `custom` field of the package's TUF target as custom["epbroker"].
+//
+// The format is parsed strictly: every field is typed, bounded and checked, and
+// unknown keys are errors (schema 1 is the only schema known; a later schema is
+// Errc::unsupported so that old brokers skip new packages instead of misreading
+// them). Other keys of `custom` belong to others and are ignored.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "catalog/device_type.hpp"
+#include "catalog/error.hpp"
+#include "catalog/version.hpp"
+
+namespace catalog {
+
+inline constexpr std::string_view kEpMetadataKey = "epbroker";  // key in `custom`
+inline constexpr int kEpMetadataSchema = 1;
+
+// Bounds of the format (lengths are in characters, i.e. code points; every field
+// except `vendor` and `description` is ASCII-only, so there it is also bytes).
+inline constexpr std::size_t kMaxPackageNameLength = 64;
+inline constexpr std::size_t kMaxEpNames = 16;
+inline constexpr std::size_t kMaxEpNameLength = 128;
+inline constexpr std::size_t kMaxVendorLength = 128;
+inline constexpr std::size_t kMaxLibraryPathLength = 255;
+inline constexpr std::size_t kMaxSupports = 64;
+inline constexpr std::size_t kMaxPciIds = 64;
+inline constexpr std::size_t kMaxDriverNameLength = 64;
+inline constexpr std::size_t kMaxRequires = 16;
+inline constexpr std::size_t kMaxSonameLength = 128;
+inline constexpr std::size_t kMaxDescriptionLength = 1024;
+// parse_ep_metadata_text() refuses larger input (Errc::too_many).
+inline constexpr std::size_t kMaxEpMetadataTextBytes = 1 << 20;
+
+// One kind of device the EP can run on ("supports" entry). A device qualifies when
+// every given constraint holds (see catalog/compat.hpp).
+struct DeviceSupport {
+  DeviceType type = DeviceType::cpu;
+  std::vector<std::uint16_t> vendor_ids;  // PCI vendor ids; empty: any vendor
+  std::vector<std::uint16_t> device_ids;  // PCI device ids; empty: any device
+  std::optional<std::string> driver;      // kernel driver name, [a-z0-9_-]{1,64}
+  std::optional<VersionText> driver_min;  // minimum driver version; only with `driver`
+
+  friend bool operator==(const DeviceSupport&, const DeviceSupport&) = default;
+};
+
+// The parsed custom["epbroker"] object. Plain data: values produced by
+// parse_ep_metadata() satisfy every rule of the format; values built by hand are
+// checked only when parsed (e.g. parse_ep_metadata(to_json(m))).
+struct EpMetadata {
+  std::string name;                           // package name, [a-z0-9][a-z0-9._-]{0,63}
+  VersionText version;                        // package version
+  std::vector<std::string> ep_names;          // EP registration names, 1..16, unique
+  std::string vendor;                         // who built the EP (free text, printable)
+  std::string arch;                           // "x86_64" or "aarch64"
+  VersionText ort_min;                        // minimum ONNX Runtime version
+  std::string library;                        // relative path of the EP library in the package
+  std::vector<DeviceSupport> supports;        // 1..64 entries
+  std::vector<std::string> required_sonames;  // JSON "requires": shared libraries needed
+  std::string description;                    // optional free text; "" when absent
+
+  friend bool operator==(const EpMetadata&, const EpMetadata&) = default;
+};
+
+// Parses the EP metadata found at custom["epbroker"] of a TUF target.
+// Errors: Errc::unsupported for a schema other than 1; Errc::bad_field for
+// anything else (custom not an object, key missing, wrong type, out of range,
+// unsafe path, invalid UTF-8, unknown key, ...). The message starts with the path
+// of the offending field, e.g. "epbroker.supports[1].vendor_ids[0]: out of range
+// 0..65535". Never throws.
+Result<EpMetadata> parse_ep_metadata(const nlohmann::json& custom);
+
+// The JSON form of `m`, as {"epbroker": {...}} (the value for a target's `custom`).
+// Versions are written from their text; empty optional lists, absent optionals and
+// an empty description are left out. For any m returned by parse_ep_metadata(),
+// parse_ep_metadata(to_json(m)) == m. Does not validate `m`.
+nlohmann::json to_json(const EpMetadata& m);
+
+// parse_ep_metadata() on JSON text of the same shape ({"epbroker": {...}}), for the
+// CLIs. Errors: Errc::malformed when the text is not JSON (including invalid UTF-8
+// and duplicate object keys anywhere in the text), Errc::too_many above
+// kMaxEpMetadataTextBytes, else as parse_ep_metadata() (a float where an integer
+// or a string is expected is Errc::bad_field). Never throws.
+Result<EpMetadata> parse_ep_metadata_text(std::string_view json_text);
+
+}  // namespace catalog
