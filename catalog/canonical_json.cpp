@@ -65,6 +65,37 @@ Result<void> append(std::string& out, const nlohmann::json& v) {
   return fail(Errc::malformed, "value not representable in canonical JSON");
 }
 
+// Nesting bound for parse_json. The parser itself is iterative, but copying
+// and canonical_json() recurse once per level, so a hostile
+// document of a few hundred KB of '[' would overflow the stack.
+constexpr std::size_t kMaxDepth = 512;
+
+// Structural nesting depth of `text` exceeds kMaxDepth (exact for valid JSON;
+// invalid JSON is rejected by the parser anyway).
+bool too_deep(std::string_view text) {
+  std::size_t depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth) return true;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<std::string> canonical_json(const nlohmann::json& value) {
@@ -74,6 +105,10 @@ Result<std::string> canonical_json(const nlohmann::json& value) {
 }
 
 Result<nlohmann::json> parse_json(std::string_view text) {
+  // nlohmann stops at a NUL byte as if at end of input ("[1]\0junk" parses);
+  // a NUL can never occur in JSON text.
+  if (text.find('\0') != std::string_view::npos) return fail(Errc::malformed, "NUL byte in JSON");
+  if (too_deep(text)) return fail(Errc::malformed, "JSON nested too deeply");
   auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return fail(Errc::malformed, "not valid JSON");
   return j;

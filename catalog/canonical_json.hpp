@@ -15,7 +15,8 @@ namespace catalog {
 // (canonical JSON has none); never throws.
 Result<std::string> canonical_json(const nlohmann::json& value);
 
-// Parses JSON text without throwing; Errc::malformed with the parser's message.
+// Parses JSON text without throwing; Errc::malformed with the parser's message,
+// also for a NUL byte anywhere or nesting deeper than 512 arrays/objects.
 Result<nlohmann::json> parse_json(std::string_view text);
 
 }  // namespace catalog

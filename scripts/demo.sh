@@ -82,9 +82,9 @@ run "$CLIENT" --metadata-dir client/metadata --metadata-url "$URL/metadata" \
   --target-base-url "$URL/targets" --target-dir client/targets \
   --target-name demo-ep/demo-ep-1.0.0.tar.gz --target-name demo-ep/demo-ep-1.1.0.tar.gz download
 
-step "Attacker: replaces the 1.1.0 package on the server with other bytes"
+step "Attacker: replaces the 1.1.0 package on the server with other bytes of the same size"
 served=$(find repo/targets/demo-ep -name '*.demo-ep-1.1.0.tar.gz')
-printf 'malicious payload' >"$served"
+head -c "$(stat -c %s "$served")" /dev/zero >"$served.evil" && mv "$served.evil" "$served"
 rm client/targets/demo-ep%2Fdemo-ep-1.1.0.tar.gz
 if run "$CLIENT" --metadata-dir client/metadata --metadata-url "$URL/metadata" \
   --target-base-url "$URL/targets" --target-dir client/targets \

@@ -58,8 +58,8 @@ int failure(const catalog::Error& e) {
 void report(const catalog::tuf::TrustedSet& t) {
   const auto& root = t.root().signed_;
   const auto& rr = root.roles.at("root");
-  std::cout << "trusted root v" << root.version << ": signed by " << rr.threshold << " of "
-            << rr.keyids.size() << " root key(s), expires "
+  std::cout << "trusted root v" << root.version << ": root key threshold (" << rr.threshold
+            << " of " << rr.keyids.size() << ") met, expires "
             << catalog::tuf::format_expires(root.expires) << "\n";
   if (t.timestamp()) {
     const auto& ts = t.timestamp()->signed_;
