@@ -336,7 +336,35 @@ Result<void> Repository::write_snapshot_and_timestamp(const FileWriter& out, Tim
   return {};
 }
 
+namespace {
+
+// Runs `build` against a writer that only collects files, then writes them in
+// order: a publish that fails half-way (e.g. a missing key) writes nothing.
+Result<void> staged(const FileWriter& out,
+                    const std::function<Result<void>(const FileWriter&)>& build) {
+  std::vector<std::pair<std::string, std::string>> files;
+  FileWriter collect = [&](const std::string& rel, const std::string& bytes) -> Result<void> {
+    files.emplace_back(rel, bytes);
+    return {};
+  };
+  if (auto ok = build(collect); !ok) return ok;
+  for (const auto& [rel, bytes] : files) {
+    if (auto ok = out(rel, bytes); !ok) return ok;
+  }
+  return {};
+}
+
+}  // namespace
+
 Result<void> Repository::publish(const FileWriter& out, TimePoint now) {
+  return staged(out, [&](const FileWriter& w) { return publish_unstaged(w, now); });
+}
+
+Result<void> Repository::publish_timestamp(const FileWriter& out, TimePoint now) {
+  return staged(out, [&](const FileWriter& w) { return write_snapshot_and_timestamp(w, now); });
+}
+
+Result<void> Repository::publish_unstaged(const FileWriter& out, TimePoint now) {
   // 1. Target files first: metadata must never name a file not yet served.
   for (const auto& [rel, bytes] : pending_files_) {
     if (auto ok = out(rel, bytes); !ok) return ok;
@@ -358,10 +386,6 @@ Result<void> Repository::publish(const FileWriter& out, TimePoint now) {
   }
   dirty_roles_.clear();
   // 4. Snapshot, then timestamp.
-  return write_snapshot_and_timestamp(out, now);
-}
-
-Result<void> Repository::publish_timestamp(const FileWriter& out, TimePoint now) {
   return write_snapshot_and_timestamp(out, now);
 }
 

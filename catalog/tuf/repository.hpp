@@ -75,7 +75,9 @@ class Repository {
   // version and expiry of the root (if changed) and of each changed targets
   // role, always of snapshot and timestamp, signs everything, refuses to
   // publish a role whose signing threshold the loaded keys cannot meet, and
-  // writes metadata then target files. Versions start at 1 on first publish.
+  // only then writes target files, root, targets roles, snapshot and, last,
+  // timestamp. Nothing is written if any signing step fails. Versions start
+  // at 1 on first publish.
   Result<void> publish(const FileWriter& out, TimePoint now);
   // Only snapshot + timestamp (new versions and expiry), e.g. from cron.
   Result<void> publish_timestamp(const FileWriter& out, TimePoint now);
@@ -90,6 +92,7 @@ class Repository {
   std::chrono::seconds timestamp_lifetime{std::chrono::days{1}};
 
  private:
+  Result<void> publish_unstaged(const FileWriter& out, TimePoint now);
   Result<std::string> sign_json(const nlohmann::json& signed_json,
                                 const std::vector<std::string>& keyids,
                                 const std::vector<std::string>& extra_keyids = {}) const;

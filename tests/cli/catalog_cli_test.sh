@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# CLI-level scenarios for epbroker-publish and epbroker-tuf-client: help and
+# usage errors, refusals that must change nothing, and a publish -> serve ->
+# download round over real loopback HTTP.
+# Usage: catalog_cli_test.sh PUBLISH CLIENT   (CTest passes the built binaries)
+set -uo pipefail
+PUBLISH=$1
+CLIENT=$2
+SRC=${EPBROKER_SOURCE_DIR:?}
+PY=${EPBROKER_PYTHON:-python3}
+W=$(mktemp -d /tmp/epbroker-cli-XXXXXX)
+SERVER_PID=
+cleanup() {
+  [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  rm -rf "$W"
+}
+trap cleanup EXIT
+cd "$W"
+passed=0
+failed=0
+
+# expect CODE DESCRIPTION -- COMMAND...: runs COMMAND, checks its exit status.
+expect() {
+  local want=$1 what=$2
+  shift 3
+  "$@" >out.txt 2>err.txt
+  local got=$?
+  if [[ $got == "$want" ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    echo "FAIL: $what: exit $got, expected $want"
+    sed 's/^/  stdout: /' out.txt
+    sed 's/^/  stderr: /' err.txt
+  fi
+}
+# check DESCRIPTION -- COMMAND...: a shell condition that must hold.
+check() {
+  local what=$1
+  shift 2
+  if "$@"; then passed=$((passed + 1)); else
+    failed=$((failed + 1))
+    echo "FAIL: $what"
+  fi
+}
+
+# --- help and usage -----------------------------------------------------------
+expect 0 "publish --help" -- "$PUBLISH" --help
+for c in init add remove timestamp rotate verify; do
+  expect 0 "publish $c --help" -- "$PUBLISH" "$c" --help
+  check "publish $c --help prints usage" -- grep -q "Usage: epbroker-publish $c" out.txt
+done
+expect 2 "publish with no command" -- "$PUBLISH"
+expect 2 "publish unknown command" -- "$PUBLISH" frobnicate
+expect 2 "publish init unknown option" -- "$PUBLISH" init --repo r --keys k --bogus
+expect 2 "publish init missing --keys" -- "$PUBLISH" init --repo r
+expect 2 "publish init threshold > keys" -- "$PUBLISH" init --repo r --keys k --root-keys 1 --root-threshold 2
+check "usage errors created nothing" -- test ! -e r
+expect 0 "client --help" -- "$CLIENT" --help
+expect 2 "client without command" -- "$CLIENT" --metadata-dir m
+expect 2 "client refresh without --metadata-url" -- "$CLIENT" --metadata-dir m refresh
+expect 2 "client download without --target-name" -- "$CLIENT" --metadata-dir m \
+  --metadata-url http://127.0.0.1:1/ --target-base-url http://127.0.0.1:1/ --target-dir t download
+
+# --- publisher: init, refusals ------------------------------------------------
+expect 0 "publish init" -- "$PUBLISH" init --repo repo --keys keys --root-keys 3 --root-threshold 2
+check "key dir is 0700" -- test "$(stat -c %a keys)" = 700
+check "key files are 0600" -- test "$(stat -c %a keys/timestamp.pem)" = 600
+expect 1 "init refuses an existing repository" -- "$PUBLISH" init --repo repo --keys keys2
+check "refused init wrote no keys" -- test ! -e keys2
+mkdir -p pkg && echo "payload" >pkg/p.tar.gz
+cat >ep.json <<'JSON'
+{"epbroker": {"schema": 1, "name": "cli-ep", "version": "2.0.0", "ep_names": ["CliEp"],
+ "vendor": "tests", "arch": "x86_64", "ort_min": "1.23.0", "library": "lib/libcli.so",
+ "supports": [{"type": "cpu"}]}}
+JSON
+sed 's#lib/libcli.so#../escape.so#' ep.json >bad-ep.json
+before=$(cat repo/metadata/timestamp.json)
+expect 1 "add refuses EP metadata with '..' in library" -- "$PUBLISH" add --repo repo --keys keys \
+  --metadata bad-ep.json pkg/p.tar.gz
+check "refusal names the field" -- grep -q "epbroker.library" err.txt
+check "refused add changed nothing" -- test "$before" = "$(cat repo/metadata/timestamp.json)"
+mkdir -p onlyone && cp keys/root-1.pem keys/timestamp.pem keys/snapshot.pem onlyone/
+expect 1 "add without the targets key is refused" -- "$PUBLISH" add --repo repo --keys onlyone \
+  --metadata ep.json pkg/p.tar.gz
+check "refusal says the threshold is not met" -- grep -q "threshold" err.txt
+check "unsigned add changed nothing" -- test "$before" = "$(cat repo/metadata/timestamp.json)"
+check "unsigned add wrote no target file" -- test -z "$(ls repo/targets 2>/dev/null)"
+expect 0 "add" -- "$PUBLISH" add --repo repo --keys keys --metadata ep.json pkg/p.tar.gz
+expect 0 "verify" -- "$PUBLISH" verify --repo repo
+check "verify lists the target" -- grep -q "cli-ep/p.tar.gz (8 bytes): OK" out.txt
+
+# --- serve and download ----------------------------------------------------------
+"$PY" "$SRC/tests/support/http_server.py" --root repo --port-file port >/dev/null &
+SERVER_PID=$!
+for _ in $(seq 200); do [[ -s port ]] && break; sleep 0.05; done
+URL="http://127.0.0.1:$(cat port)"
+echo '{"not": "a root"}' >fake-root.json
+expect 1 "client init refuses a non-root file" -- "$CLIENT" --metadata-dir m init fake-root.json
+check "refused init wrote nothing" -- test ! -e m/root.json
+expect 0 "client init" -- "$CLIENT" --metadata-dir m init repo/metadata/1.root.json
+DL=("$CLIENT" --metadata-dir m --metadata-url "$URL/metadata" --target-base-url "$URL/targets"
+  --target-dir t)
+expect 0 "client download" -- "${DL[@]}" --target-name cli-ep/p.tar.gz download
+check "downloaded bytes are the package" -- cmp -s t/cli-ep%2Fp.tar.gz pkg/p.tar.gz
+expect 1 "unknown target fails" -- "${DL[@]}" --target-name cli-ep/p.tar.gz --target-name nope download
+check "error names the target" -- grep -q "nope" err.txt
+expect 1 "https-only refuses http" -- "$CLIENT" --metadata-dir m --metadata-url "$URL/metadata" \
+  --https-only refresh
+expect 0 "rotate root" -- "$PUBLISH" rotate --repo repo --keys keys root
+check "old root keys retired" -- test -e keys/retired/root-1.pem
+expect 0 "client follows the rotated root" -- "$CLIENT" --metadata-dir m --metadata-url "$URL/metadata" refresh
+check "client persisted root v2" -- grep -q '"version": 2' m/root.json
+expect 0 "remove" -- "$PUBLISH" remove --repo repo --keys keys cli-ep/p.tar.gz
+expect 1 "removed target is gone for the client" -- "${DL[@]}" --target-name cli-ep/p.tar.gz download
+expect 0 "timestamp" -- "$PUBLISH" timestamp --repo repo --keys keys --timestamp-days 2
+expect 0 "verify after all changes" -- "$PUBLISH" verify --repo repo
+
+echo "$passed passed, $failed failed"
+[[ $failed == 0 ]]
