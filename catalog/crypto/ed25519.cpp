@@ -65,7 +65,10 @@ Result<PrivateKey> PrivateKey::from_pem(std::string_view pem) {
   if (pem.size() > 64 * 1024) return fail(Errc::malformed, "PEM too large");
   BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) return fail(Errc::crypto, openssl_error());
-  PkeyPtr pkey(PEM_read_bio_PrivateKey(bio.get(), nullptr, nullptr, nullptr));
+  // A password callback that supplies none: an encrypted key fails instead of
+  // OpenSSL prompting on the terminal.
+  auto no_password = [](char*, int, int, void*) -> int { return 0; };
+  PkeyPtr pkey(PEM_read_bio_PrivateKey(bio.get(), nullptr, no_password, nullptr));
   if (!pkey) {
     ERR_clear_error();
     return fail(Errc::malformed, "not a PEM private key");

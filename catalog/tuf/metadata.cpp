@@ -69,10 +69,23 @@ Result<void> parse_common(const json& j, std::string_view type, Common& c,
   auto spec = js::string_field(j, "spec_version", path);
   if (!spec) return std::unexpected(spec.error());
   // Accept any 1.x.y: the spec promises minor versions stay compatible.
+  // MAJOR.MINOR or MAJOR.MINOR.PATCH, decimal numbers only.
   std::string_view sv = *spec;
   int major = 0;
-  auto [p, ec] = std::from_chars(sv.data(), sv.data() + sv.size(), major);
-  if (ec != std::errc() || p == sv.data() + sv.size() || *p != '.') {
+  std::size_t parts = 0;
+  bool well_formed = !sv.empty();
+  for (std::size_t pos = 0; well_formed && pos <= sv.size();) {
+    auto dot = sv.find('.', pos);
+    auto part = sv.substr(pos, dot == std::string_view::npos ? sv.npos : dot - pos);
+    well_formed =
+        !part.empty() && part.size() <= 9 &&
+        std::all_of(part.begin(), part.end(), [](char ch) { return ch >= '0' && ch <= '9'; });
+    if (well_formed && parts == 0) std::from_chars(part.data(), part.data() + part.size(), major);
+    ++parts;
+    if (dot == std::string_view::npos) break;
+    pos = dot + 1;
+  }
+  if (!well_formed || parts < 2 || parts > 3) {
     return js::field_error("signed.spec_version", "malformed '" + *spec + "'");
   }
   if (major != 1) {

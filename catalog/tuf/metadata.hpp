@@ -3,9 +3,9 @@
 //
 // Parsing is strict and exception-free: missing or mistyped fields are
 // Errc::bad_field naming the field; an unknown spec major version is
-// Errc::unsupported. Unrecognised fields are kept so metadata can be re-signed
-// without loss, and signatures are always checked over the canonical form of
-// the *received* `signed` object.
+// Errc::unsupported. Unrecognised fields at the top of `signed` and inside
+// keys are kept for re-signing (deeper ones are dropped by to_json); signatures
+// are always checked over the canonical form of the *received* `signed` object.
 #pragma once
 
 #include <chrono>
@@ -137,8 +137,9 @@ Result<void> verify_threshold(std::string_view role_name, const Role& role, cons
                               const std::string& canonical_signed,
                               const std::vector<Signature>& signatures);
 
-// Checks that `bytes` has `length` (if given) and every listed hash; at least
-// one hash must be of a supported algorithm when `hashes` is non-empty.
+// Checks that `bytes` has `length` (if given) and every listed hash. A hash of
+// an unsupported algorithm fails (Errc::hash_mismatch), as in the reference
+// implementation: an unverifiable pin is not a pin.
 Result<void> verify_length_and_hashes(std::string_view what, std::string_view bytes,
                                       std::optional<std::uint64_t> length,
                                       const std::map<std::string, std::string>& hashes);
