@@ -129,9 +129,26 @@ void Repository::add_signing_key(crypto::PrivateKey key) {
 
 Result<void> Repository::add_target(const std::string& path, std::string bytes, json custom,
                                     const std::string& role) {
-  if (path.empty() || path.front() == '/' || path.find("..") != std::string::npos ||
-      path.find('\\') != std::string::npos) {
-    return fail(Errc::invalid_argument, "unsafe target path '" + path + "'");
+  // Target paths end up in URLs and file names of every TUF client, some of
+  // which do not percent-encode them: allow only characters that need no
+  // encoding, in non-empty segments other than "." and "..".
+  bool safe = !path.empty() && path.size() <= 255;
+  std::size_t seg_start = 0;
+  for (std::size_t i = 0; safe && i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      const std::string_view seg(path.data() + seg_start, i - seg_start);
+      safe = !seg.empty() && seg != "." && seg != "..";
+      seg_start = i + 1;
+      continue;
+    }
+    const char c = path[i];
+    safe = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '-' || c == '+';
+  }
+  if (!safe) {
+    return fail(Errc::invalid_argument,
+                "unsafe target path '" + path +
+                    "': use non-empty segments of [A-Za-z0-9._+-] separated by '/'");
   }
   Targets* t = role == "targets" ? &targets : nullptr;
   if (auto it = delegated.find(role); it != delegated.end()) t = &it->second;

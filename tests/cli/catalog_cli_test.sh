@@ -86,6 +86,11 @@ expect 1 "add without the targets key is refused" -- "$PUBLISH" add --repo repo 
 check "refusal says the threshold is not met" -- grep -q "threshold" err.txt
 check "unsigned add changed nothing" -- test "$before" = "$(cat repo/metadata/timestamp.json)"
 check "unsigned add wrote no target file" -- test -z "$(ls repo/targets 2>/dev/null)"
+for bad_path in "a/b c" "a//b" "../x" "x/./y" "q?x#y" "/abs"; do
+  expect 1 "add refuses target path '$bad_path'" -- "$PUBLISH" add --repo repo --keys keys \
+    --metadata ep.json --target-path "$bad_path" pkg/p.tar.gz
+done
+check "refused paths changed nothing" -- test "$before" = "$(cat repo/metadata/timestamp.json)"
 expect 0 "add" -- "$PUBLISH" add --repo repo --keys keys --metadata ep.json pkg/p.tar.gz
 expect 0 "verify" -- "$PUBLISH" verify --repo repo
 check "verify lists the target" -- grep -q "cli-ep/p.tar.gz (8 bytes): OK" out.txt
