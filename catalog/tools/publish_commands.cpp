@@ -290,6 +290,53 @@ int cmd_rotate(const Args& args) {
   return 0;
 }
 
+int cmd_delegate(const Args& args) {
+  int rc = 0;
+  if (!require(args, "delegate", {"repo", "keys"}, rc)) return rc;
+  if (args.positionals.size() != 1) return usage("delegate", "expected exactly one ROLE name");
+  if (args.all("paths").empty()) return usage("delegate", "--paths is required");
+  const std::string name = args.positionals[0];
+  auto loaded = open_repo(args);
+  if (!loaded) return failure("delegate", loaded.error());
+  Repository& repo = loaded->repo;
+  if (!apply_lifetimes(args, repo, "delegate")) return 2;
+  // 1. The delegated role's key: given (e.g. held by the vendor) or generated.
+  Result<crypto::PrivateKey> key = std::unexpected(Error{Errc::invalid_argument, ""});
+  if (auto pem_path = args.get("key")) {
+    auto pem = read_file(*pem_path, 64 * 1024);
+    if (!pem) return failure("delegate", pem.error());
+    key = crypto::PrivateKey::from_pem(*pem);
+  } else {
+    key = crypto::PrivateKey::generate();
+  }
+  if (!key) return failure("delegate", key.error());
+  const fs::path key_file = fs::path(*args.get("keys")) / (name + ".pem");
+  const bool write_new = !args.get("key");
+  if (write_new && fs::exists(key_file)) {
+    return failure("delegate", {Errc::invalid_argument, key_file.string() + " already exists"});
+  }
+  const std::string key_id = tuf::Key::from_public(key->public_key()).keyid();
+  // 2. Delegate, publish targets + the new role + snapshot + timestamp.
+  if (auto ok =
+          repo.add_delegation(name, args.all("paths"), std::move(*key), args.has("terminating"));
+      !ok) {
+    return failure("delegate", ok.error());
+  }
+  if (auto ok = repo.publish(tuf::directory_writer(*args.get("repo")), now()); !ok) {
+    return failure("delegate", ok.error());
+  }
+  // 3. A generated key is kept only once the delegation is published.
+  if (write_new) {
+    if (auto ok = write_key(key_file, repo.signing_keys().at(key_id)); !ok) {
+      return failure("delegate", ok.error());
+    }
+  }
+  std::cout << "delegated " << name << " for";
+  for (const auto& p : args.all("paths")) std::cout << " " << p;
+  std::cout << "; targets v" << repo.targets.version << "\n";
+  return 0;
+}
+
 int cmd_verify(const Args& args) {
   int rc = 0;
   if (!require(args, "verify", {"repo"}, rc)) return rc;

@@ -11,6 +11,7 @@ int cmd_add(const Args& args);
 int cmd_remove(const Args& args);
 int cmd_timestamp(const Args& args);
 int cmd_rotate(const Args& args);
+int cmd_delegate(const Args& args);
 int cmd_verify(const Args& args);
 
 }  // namespace catalog::tools

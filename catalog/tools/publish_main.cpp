@@ -22,6 +22,7 @@ Commands:
   remove     remove a target from the catalog
   timestamp  re-sign snapshot and timestamp with fresh expiry (run from cron)
   rotate     replace a role's key; root is signed by old and new keys
+  delegate   let another key sign packages under some paths
   verify     check a repository the way a client would
 
 Run 'epbroker-publish COMMAND --help' for the options of a command.
@@ -97,6 +98,16 @@ const Command kCommands[] = {
      with_common({"new-key"}),
      {},
      catalog::tools::cmd_rotate},
+    {"delegate",
+     "Usage: epbroker-publish delegate --repo DIR --keys DIR ROLE --paths PATTERN...\n"
+     "                                 [--key PEM] [--terminating]\n\n"
+     "Delegates target paths matching PATTERN (shell wildcards per '/' segment,\n"
+     "e.g. 'vendor/*'; repeatable) from the top-level targets role to a new role\n"
+     "ROLE signed by its own key: --key (e.g. a vendor's) or a new key written to\n"
+     "--keys/ROLE.pem. Add packages to it with 'add --role ROLE'.\n",
+     with_common({"paths", "key"}),
+     {"terminating"},
+     catalog::tools::cmd_delegate},
     {"verify",
      "Usage: epbroker-publish verify --repo DIR [--root ROOT.json]\n\n"
      "Runs the client workflow against DIR starting from ROOT.json (default\n"

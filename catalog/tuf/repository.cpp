@@ -153,6 +153,16 @@ Result<void> Repository::add_target(const std::string& path, std::string bytes, 
   Targets* t = role == "targets" ? &targets : nullptr;
   if (auto it = delegated.find(role); it != delegated.end()) t = &it->second;
   if (t == nullptr) return fail(Errc::not_found, "no targets role '" + role + "'");
+  // A delegated role is trusted only for its paths: clients would ignore the rest.
+  if (role != "targets") {
+    const auto& roles = targets.delegations->roles;
+    auto d = std::find_if(roles.begin(), roles.end(),
+                          [&](const DelegatedRole& r) { return r.name == role; });
+    if (d == roles.end() || !d->is_delegated_path(path)) {
+      return fail(Errc::invalid_argument,
+                  "'" + path + "' is outside the paths delegated to '" + role + "'");
+    }
+  }
   TargetFile f;
   f.path = path;
   f.length = bytes.size();

@@ -46,7 +46,7 @@ check() {
 
 # --- help and usage -----------------------------------------------------------
 expect 0 "publish --help" -- "$PUBLISH" --help
-for c in init add remove timestamp rotate verify; do
+for c in init add remove timestamp rotate delegate verify; do
   expect 0 "publish $c --help" -- "$PUBLISH" "$c" --help
   check "publish $c --help prints usage" -- grep -q "Usage: epbroker-publish $c" out.txt
 done
@@ -118,6 +118,14 @@ expect 0 "client follows the rotated root" -- "$CLIENT" --metadata-dir m --metad
 check "client persisted root v2" -- grep -q '"version": 2' m/root.json
 expect 0 "remove" -- "$PUBLISH" remove --repo repo --keys keys cli-ep/p.tar.gz
 expect 1 "removed target is gone for the client" -- "${DL[@]}" --target-name cli-ep/p.tar.gz download
+expect 0 "delegate vendor/*" -- "$PUBLISH" delegate --repo repo --keys keys vendor --paths 'vendor/*'
+check "delegated key written 0600" -- test "$(stat -c %a keys/vendor.pem)" = 600
+expect 1 "add outside the delegated paths is refused" -- "$PUBLISH" add --repo repo --keys keys \
+  --metadata ep.json --role vendor --target-path other/v.tar.gz pkg/p.tar.gz
+expect 0 "add to the delegated role" -- "$PUBLISH" add --repo repo --keys keys \
+  --metadata ep.json --role vendor --target-path vendor/v.tar.gz pkg/p.tar.gz
+expect 0 "client downloads a delegated target" -- "${DL[@]}" --target-name vendor/v.tar.gz download
+check "delegated bytes are the package" -- cmp -s t/vendor%2Fv.tar.gz pkg/p.tar.gz
 expect 0 "timestamp" -- "$PUBLISH" timestamp --repo repo --keys keys --timestamp-days 2
 expect 0 "verify after all changes" -- "$PUBLISH" verify --repo repo
 
