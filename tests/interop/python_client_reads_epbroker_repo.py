@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Interop: python-tuf's ngclient reads a repository written by epbroker-publish.
 
-Builds a repository with `epbroker-publish` (init, add x2, rotate root,
+Builds a repository with `epbroker-publish` (init, add x2, delegate vendor/* + add to it, rotate root,
 timestamp, snapshot and targets, timestamp, remove), serves it over loopback
 HTTP, and after every publishing step checks that python-tuf's Updater
 refreshes, finds every present target with its custom["epbroker"] EP metadata
@@ -143,15 +143,21 @@ class Repo:
             raise Failure(f"epbroker-publish {cmd} exited {p.returncode}")
         return p.stdout
 
-    def add(self, name, data, meta):
+    def add(self, name, data, meta, role=None, target_path=None):
         pkg = os.path.join(self.work, name)
         with open(pkg, "wb") as f:
             f.write(data)
         meta_file = pkg + ".ep.json"
         with open(meta_file, "w") as f:
             json.dump(meta, f)
-        self.run("add", "--metadata", meta_file, pkg)
-        path = f"{meta['epbroker']['name']}/{name}"  # the default target path
+        extra = []
+        if role:
+            extra += ["--role", role]
+        if target_path:
+            extra += ["--target-path", target_path]
+        self.run("add", "--metadata", meta_file, *extra, pkg)
+        # the default target path is NAME/BASENAME
+        path = target_path or f"{meta['epbroker']['name']}/{name}"
         self.present[path] = (data, meta)
         self.removed.discard(path)
         return path
@@ -310,6 +316,13 @@ def scenario(publish, init_args, label):
             check_step(repo, server, client, "add test-ep")
             pkg_b = repo.add("other-ep-2.1.0.tar.gz", b"other-ep\n" * 1000, other_ep_metadata())
             check_step(repo, server, client, "add other-ep")
+
+            # A delegated role with its own key, trusted for vendor/* only.
+            repo.run("delegate", "vendor", "--paths", "vendor/*")
+            check_step(repo, server, client, "delegate vendor/*")
+            repo.add("vendor-ep-0.3.0.tar.gz", b"vendor-ep\n" * 300, other_ep_metadata(),
+                     role="vendor", target_path="vendor/vendor-ep-0.3.0.tar.gz")
+            check_step(repo, server, client, "add vendor/vendor-ep-0.3.0.tar.gz to role vendor")
 
             repo.run("rotate", "root")
             check_step(repo, server, client, "rotate root")
