@@ -106,11 +106,11 @@ Result<void> Updater::update_root_chain() {
     if (auto ok = trusted_->update_root(*bytes); !ok) return ok;
     if (auto ok = persist("root", *bytes); !ok) return ok;
   }
-  if (auto ok = trusted_->check_final_root(); !ok) return ok;
-
   // Fast-forward recovery (spec 5.3.11): after a rotation of timestamp or
   // snapshot keys, our persisted copies may carry versions an attacker pushed
-  // high with the old keys; forget them so the new keys can start over.
+  // high with the old keys; forget them so the new keys can start over. Done
+  // before the freeze check: the rotated roots are persisted already, so a
+  // later update starts from them and would no longer see the rotation.
   const Root& final_root = trusted_->root().signed_;
   if (role_keys(final_root, "timestamp") != ts_before ||
       role_keys(final_root, "snapshot") != sn_before) {
@@ -118,7 +118,7 @@ Result<void> Updater::update_root_chain() {
     std::filesystem::remove(config_.metadata_dir / "timestamp.json", ec);
     std::filesystem::remove(config_.metadata_dir / "snapshot.json", ec);
   }
-  return {};
+  return trusted_->check_final_root();
 }
 
 Result<void> Updater::update_timestamp() {
@@ -234,8 +234,8 @@ Result<std::vector<TargetFile>> Updater::all_targets() {
   if (!trusted_ || !trusted_->targets("targets")) {
     return fail(Errc::invalid_argument, "refresh did not complete");
   }
-  std::vector<TargetFile> out;
-  std::set<std::string> seen;
+  // 1. Candidates: every path some reachable role lists.
+  std::set<std::string> candidates;
   std::vector<std::pair<std::string, std::string>> to_visit{{"targets", "root"}};
   std::set<std::string> visited;
   std::uint32_t budget = config_.max_delegations + 1;
@@ -246,24 +246,26 @@ Result<std::vector<TargetFile>> Updater::all_targets() {
     auto md = load_targets(role, parent);
     if (!md) return std::unexpected(md.error());
     const Targets& t = (*md)->signed_;
-    for (const auto& [path, f] : t.targets) {
-      // A delegated role only counts for paths its delegation covers.
-      bool covered = true;
-      if (role != "targets") {
-        const auto* p = trusted_->targets(parent);
-        const auto& roles = p->signed_.delegations->roles;
-        auto d = std::find_if(roles.begin(), roles.end(),
-                              [&](const DelegatedRole& r) { return r.name == role; });
-        covered = d != roles.end() && d->is_delegated_path(path);
-      }
-      if (covered && seen.insert(path).second) out.push_back(f);
-    }
+    for (const auto& [path, _] : t.targets) candidates.insert(path);
     if (t.delegations) {
       for (auto it = t.delegations->roles.rbegin(); it != t.delegations->roles.rend(); ++it) {
         to_visit.emplace_back(it->name, role);
       }
     }
     --budget;
+  }
+  // 2. A candidate counts only as the search for it resolves it: every
+  //    delegation on the way must cover the path (a role cannot widen what its
+  //    delegator was trusted for), terminating delegations end the search, and
+  //    the highest-priority role wins.
+  std::vector<TargetFile> out;
+  for (const auto& path : candidates) {
+    auto info = get_targetinfo(path);
+    if (info) {
+      out.push_back(std::move(*info));
+    } else if (info.error().code != Errc::not_found) {
+      return std::unexpected(info.error());
+    }
   }
   return out;
 }

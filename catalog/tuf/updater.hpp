@@ -53,7 +53,9 @@ class Updater {
   Result<TargetFile> get_targetinfo(const std::string& target_path);
 
   // Every target the top-level targets role and all reachable delegated roles
-  // list (loading them). Earlier (higher-priority) roles win on duplicates.
+  // list (loading them), as get_targetinfo() resolves it: a path a role lists
+  // outside what its delegations cover, or behind a terminating delegation,
+  // is left out; earlier (higher-priority) roles win on duplicates.
   Result<std::vector<TargetFile>> all_targets();
 
   // Where download_target() stores `info` by default: target_dir/<quoted path>.
