@@ -10,9 +10,9 @@
 //    with `sha256sum` over the same file.
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <random>
@@ -101,10 +101,11 @@ void bench_refresh(const fs::path& dir, int targets, int runs) {
     fs::remove_all(client);
   }
   std::sort(times.begin(), times.end());
-  std::printf("refresh of %d targets (targets.json %ju bytes, %d runs, cold client): "
-              "min %.2f ms, median %.2f ms, max %.2f ms  [goal < 50 ms]\n",
-              targets, static_cast<std::uintmax_t>(targets_size), runs, times.front(),
-              times[times.size() / 2], times.back());
+  std::printf(
+      "refresh of %d targets (targets.json %ju bytes, %d runs, cold client): "
+      "min %.2f ms, median %.2f ms, max %.2f ms  [goal < 50 ms]\n",
+      targets, static_cast<std::uintmax_t>(targets_size), runs, times.front(),
+      times[times.size() / 2], times.back());
 }
 
 void bench_download(const fs::path& dir, std::size_t mib) {
@@ -149,9 +150,10 @@ void bench_download(const fs::path& dir, std::size_t mib) {
     best_sum = std::min(best_sum, ms_since(t0));
   }
   const double ours = mb / (best_ours / 1e3), theirs = mb / (best_sum / 1e3);
-  std::printf("verify-download of %.0f MB (read, cap, SHA-256, write, fsync, rename): best of 3 "
-              "%.0f ms = %.0f MB/s; sha256sum: %.0f ms = %.0f MB/s; ratio %.2f  [goal >= 0.90]\n",
-              mb, best_ours, ours, best_sum, theirs, ours / theirs);
+  std::printf(
+      "verify-download of %.0f MB (read, cap, SHA-256, write, fsync, rename): best of 3 "
+      "%.0f ms = %.0f MB/s; sha256sum: %.0f ms = %.0f MB/s; ratio %.2f  [goal >= 0.90]\n",
+      mb, best_ours, ours, best_sum, theirs, ours / theirs);
 }
 
 }  // namespace
