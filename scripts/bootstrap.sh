@@ -4,9 +4,10 @@
 # Idempotent: a second run only checks what is there and downloads nothing.
 # Everything fetched lives in the cache dir, outside the git tree:
 #   $EPBROKER_CACHE            (default ~/.cache/epbroker)
-#     dl/                      pinned npm tarballs (SHA-256 checked)
+#     dl/                      pinned npm tarballs and wheels (SHA-256 checked)
 #     onnxruntime/             include/ (1.29 headers), lib/ (1.30 lib), lib-1.29/, VERSION
 #     venv/                    python-tuf for the interop tests
+#     ep-packages/NAME/stage/  vendor EP packages staged by ep-packages/NAME/recipe.sh
 #     env.sh                   exports EPBROKER_CACHE, EPBROKER_ORT_ROOT, EPBROKER_PYTHON
 set -euo pipefail
 
@@ -178,7 +179,16 @@ else
   echo "$PY_STAMP" >"$VENV/.stamp" # written last: marks a complete venv
 fi
 
-# --- 5. env.sh and summary -------------------------------------------------------
+# --- 5. Vendor EP package stages -------------------------------------------------
+# Each recipe fetches its pinned wheel into dl/ and stages it under ep-packages/NAME/
+# (idempotent, with its own stamp and lock); the CMake build packs the stages.
+for recipe in openvino webgpu; do
+  log "ep-packages: $recipe"
+  EPBROKER_CACHE="$CACHE" EPBROKER_PYTHON="$VENV/bin/python" \
+    "$REPO_ROOT/ep-packages/$recipe/recipe.sh" || die "ep-packages/$recipe/recipe.sh failed"
+done
+
+# --- 6. env.sh and summary -------------------------------------------------------
 ENV_LINES="export EPBROKER_CACHE=$(printf '%q' "$CACHE")
 export EPBROKER_ORT_ROOT=$(printf '%q' "$ORT_ROOT")
 export EPBROKER_PYTHON=$(printf '%q' "$VENV/bin/python")"
@@ -197,6 +207,7 @@ epbroker bootstrap done in $((SECONDS - START))s
   onnxruntime    $(<"$ORT_ROOT/VERSION") in $ORT_ROOT (headers: ORT_API_VERSION $ort_api)
   onnxruntime    $(<"$ORT_ROOT/lib-1.29/VERSION") in $ORT_ROOT/lib-1.29
   python         $VENV/bin/python (tuf $tuf_ver)
+  ep-packages    openvino, webgpu staged in $CACHE/ep-packages
 Environment (also in $CACHE/env.sh):
 $ENV_LINES
 EOF

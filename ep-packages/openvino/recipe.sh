@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# Repackage Intel's official OpenVINO plugin EP wheel as an epbroker EP package.
+#
+# Usage: recipe.sh [--pack PUBLISH_BINARY OUTPUT]
+#
+#   1. fetch:  pip download the pinned wheel into $CACHE/dl/ and check its SHA-256
+#              (skipped when the file is already there with the right hash);
+#   2. stage:  unpack it into $CACHE/ep-packages/openvino/stage/ as a self-contained
+#              tree (lib/ + share/licenses/), every ELF with RPATH $ORIGIN and each
+#              library once, named by its SONAME (skipped when stage.stamp matches);
+#   3. --pack: PUBLISH_BINARY pack --dir stage --metadata ep.json --output OUTPUT.
+#
+# $CACHE is ${EPBROKER_CACHE:-$HOME/.cache/epbroker}. Safe to run again and
+# concurrently (a lock per recipe); a second run downloads and rewrites nothing.
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+START=$SECONDS
+
+# --- Pinned input ----------------------------------------------------------------
+PYPI_NAME=onnxruntime-ep-openvino
+PYPI_VERSION=1.8.1
+WHEEL=onnxruntime_ep_openvino-1.8.1-py3-none-manylinux_2_28_x86_64.whl
+WHEEL_PLATFORM=manylinux_2_28_x86_64
+WHEEL_SHA256=3832643158c8c187fcab6db661cde2a8c06a2b3559d95d0f2411ac0e51c5e924
+WHEEL_PKG_DIR=onnxruntime_ep_openvino # the wheel's top-level (Python) package dir
+
+# Bump when the staged layout changes, so existing stages get rebuilt.
+RECIPE_VERSION=1
+
+# The plugin EP (the library ORT is given); kept under this, its upstream file name.
+EP_LIBRARY=libonnxruntime_providers_openvino_plugin.so
+# Libraries staged under their file name = SONAME (what dependents' NEEDED asks for)
+# or, for the OpenVINO device plugins that have no SONAME, under the name OpenVINO's
+# built-in plugin registry dlopen()s from libopenvino's own directory.
+LIBS=(
+  libopenvino.so.2641                # OpenVINO runtime (core)
+  libopenvino_onnx_frontend.so.2641  # NEEDED by the EP; reads the ONNX subgraphs
+  libopenvino_ir_frontend.so.2641    # dlopen()ed by the frontend manager (IR / cached blobs)
+  libopenvino_intel_cpu_plugin.so    # device "CPU"
+  libopenvino_intel_gpu_plugin.so    # device "GPU" (needs the system OpenCL ICD loader)
+  libopenvino_intel_npu_plugin.so    # device "NPU" (needs the system Level Zero loader)
+  libopenvino_auto_plugin.so         # virtual devices AUTO / MULTI
+  libopenvino_hetero_plugin.so       # virtual device HETERO
+  libopenvino_auto_batch_plugin.so   # virtual device BATCH
+  libtbb.so.12                       # oneTBB, NEEDED by OpenVINO
+  libtbbmalloc.so.2                  # dlopen()ed by libtbb (scalable allocator)
+  libtbbbind_2_5.so.3                # dlopen()ed by libtbb (NUMA / hybrid-core topology)
+  libhwloc.so.15                     # NEEDED by libtbbbind_2_5
+)
+# Data files the libraries look for next to themselves.
+DATA=(
+  cache.json # GPU plugin kernel-tuning cache, read from the GPU plugin's directory
+)
+# Files of the wheel's package dir that are deliberately left out.
+DROP=(
+  __init__.py                                        # Python helper
+  libonnxruntime_providers_openvino_plugin.so.1      # byte-identical copy of EP_LIBRARY
+  libonnxruntime_providers_openvino_plugin.so.1.8.1  # byte-identical copy of EP_LIBRARY
+  libtbbmalloc_proxy.so.2                            # malloc replacement for LD_PRELOAD; unused
+  third-party-programs.txt                           # -> share/licenses/
+)
+LICENSE_FILES=(
+  "$WHEEL_PKG_DIR/third-party-programs.txt"
+  "onnxruntime_ep_openvino-1.8.1.dist-info/METADATA" # carries "License: MIT" + copyright
+)
+LICENSE_DIR=share/licenses/onnxruntime-ep-openvino
+# Shared libraries that may come from the system: the C/C++ runtime every Linux
+# process has. Anything else must resolve inside lib/ (see OPTIONAL_SYSTEM).
+BASE_SYSTEM_LIBS=" linux-vdso.so.1 ld-linux-x86-64.so.2 libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 libstdc++.so.6 libgcc_s.so.1 "
+# Libraries that device drivers provide; only the plugin of that device needs them
+# and OpenVINO skips the device when they are missing.
+declare -A OPTIONAL_SYSTEM=(
+  [libopenvino_intel_gpu_plugin.so]="libOpenCL.so.1"
+)
+
+# --- Helpers ---------------------------------------------------------------------
+NAME=openvino
+log() { printf '==> %s: %s\n' "$NAME" "$*"; }
+die() {
+  printf '%s recipe: ERROR: %s\n' "$NAME" "$*" >&2
+  exit 1
+}
+sha256_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+PACK_TOOL="" PACK_OUTPUT=""
+case $# in
+  0) ;;
+  3) [[ $1 == --pack ]] || die "usage: $0 [--pack PUBLISH_BINARY OUTPUT]"
+     PACK_TOOL=$2 PACK_OUTPUT=$3 ;;
+  *) die "usage: $0 [--pack PUBLISH_BINARY OUTPUT]" ;;
+esac
+for tool in unzip patchelf readelf ldd sha256sum flock; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool not found (run scripts/bootstrap.sh)"
+done
+
+CACHE="${EPBROKER_CACHE:-$HOME/.cache/epbroker}"
+mkdir -p "$CACHE/dl" "$CACHE/ep-packages/$NAME"
+CACHE="$(cd "$CACHE" && pwd)"
+DL="$CACHE/dl"
+WORK="$CACHE/ep-packages/$NAME"
+STAGE="$WORK/stage"
+STAMP="$WORK/stage.stamp" # outside the stage: the stage is packed as it is
+
+exec 8>"$WORK/.lock"
+flock 8
+SCRATCH="$(mktemp -d "$WORK/.scratch.XXXXXX")"
+trap 'rm -rf "$SCRATCH"' EXIT
+
+# pip from the bootstrap venv when there is one, else the system python3.
+pick_python() {
+  local py
+  for py in "${EPBROKER_PYTHON:-}" "$CACHE/venv/bin/python" python3; do
+    [[ -n $py ]] || continue
+    if "$py" -m pip --version >/dev/null 2>&1; then
+      echo "$py"
+      return 0
+    fi
+  done
+  die "no python with pip found (set EPBROKER_PYTHON or run scripts/bootstrap.sh)"
+}
+
+# --- 1. Fetch ---------------------------------------------------------------------
+fetch_wheel() {
+  local dest="$DL/$WHEEL"
+  if [[ -f $dest ]]; then
+    if [[ $(sha256_of "$dest") == "$WHEEL_SHA256" ]]; then
+      log "download: $WHEEL present, SHA-256 ok"
+      return 0
+    fi
+    echo "$NAME recipe: WARNING: $dest has a wrong SHA-256; deleting and fetching again" >&2
+    rm -f "$dest"
+  fi
+  local py tmp got
+  py="$(pick_python)"
+  log "download: pip download $PYPI_NAME==$PYPI_VERSION ($WHEEL_PLATFORM)"
+  tmp="$(mktemp -d "$DL/.pip.XXXXXX")"
+  # pip checks the hash itself too (--require-hashes), before it saves anything.
+  printf '%s==%s --hash=sha256:%s\n' "$PYPI_NAME" "$PYPI_VERSION" "$WHEEL_SHA256" >"$tmp/req.txt"
+  if ! PIP_FIND_LINKS="" "$py" -m pip download --quiet --disable-pip-version-check \
+    --no-input --no-cache-dir --no-deps --only-binary=:all: --require-hashes \
+    --platform "$WHEEL_PLATFORM" --python-version 3.11 \
+    -r "$tmp/req.txt" -d "$tmp/out"; then
+    rm -rf "$tmp"
+    die "pip download $PYPI_NAME==$PYPI_VERSION failed (network? hash mismatch?)"
+  fi
+  if [[ ! -f $tmp/out/$WHEEL ]]; then
+    rm -rf "$tmp"
+    die "pip download did not produce $WHEEL"
+  fi
+  got="$(sha256_of "$tmp/out/$WHEEL")"
+  if [[ $got != "$WHEEL_SHA256" ]]; then
+    rm -rf "$tmp"
+    die "SHA-256 MISMATCH for $WHEEL: expected $WHEEL_SHA256, got $got; file deleted"
+  fi
+  mv "$tmp/out/$WHEEL" "$dest"
+  rm -rf "$tmp"
+}
+
+# --- 2. Stage ---------------------------------------------------------------------
+is_elf() { [[ $(head -c4 "$1" | od -An -tx1 | tr -d ' \n') == 7f454c46 ]]; }
+
+# check_self_contained DIR: every ELF in DIR/lib has RPATH exactly $ORIGIN (no
+# RUNPATH), and with an empty environment each NEEDED resolves inside DIR/lib or to
+# a base system library.
+check_self_contained() {
+  local lib="$1/lib" f base dyn soname path optional bad=0
+  for f in "$lib"/*; do
+    is_elf "$f" || continue
+    base="${f##*/}"
+    dyn="$(readelf -d "$f")"
+    grep -q '(RUNPATH)' <<<"$dyn" && { echo "  $base: has a RUNPATH" >&2; bad=1; }
+    grep -q '(RPATH) *Library rpath: \[\$ORIGIN\]$' <<<"$dyn" ||
+      { echo "  $base: RPATH is not \$ORIGIN" >&2; bad=1; }
+    optional="${OPTIONAL_SYSTEM[$base]:-}"
+    while read -r soname path; do
+      if [[ $path == "not found" ]]; then
+        if [[ " $optional " == *" $soname "* ]]; then
+          log "  note: $base needs $soname from the system (device driver stack)"
+        else
+          echo "  $base: $soname not found" >&2
+          bad=1
+        fi
+      elif [[ $path == "$lib/"* ]]; then
+        :
+      elif [[ $BASE_SYSTEM_LIBS == *" $soname "* ]]; then
+        :
+      else
+        echo "  $base: $soname resolves outside the package: $path" >&2
+        bad=1
+      fi
+    done < <(env -i /usr/bin/ldd "$f" | sed -n \
+      -e 's/^[[:space:]]*\([^[:space:]]*\) => not found$/\1 not found/p' \
+      -e 's/^[[:space:]]*\([^[:space:]]*\) => \([^[:space:]]*\) (0x[0-9a-f]*)$/\1 \2/p' \
+      -e 's/^[[:space:]]*\(linux-vdso[^[:space:]]*\) (0x[0-9a-f]*)$/\1 vdso/p' \
+      -e 's/^[[:space:]]*\(\/[^[:space:]]*\) (0x[0-9a-f]*)$/ld-linux-x86-64.so.2 \1/p')
+  done
+  ((bad == 0)) || die "the staged libraries are not self-contained (see above)"
+}
+
+build_stage() {
+  local x="$SCRATCH/wheel" out="$SCRATCH/stage" f base src soname
+  log "stage: unpacking $WHEEL"
+  unzip -q "$DL/$WHEEL" -d "$x"
+  mkdir -p "$out/lib" "$out/$LICENSE_DIR"
+
+  # Every file of the wheel's package dir must be accounted for, so that a changed
+  # upstream layout fails here instead of shipping something half-right.
+  local known=" $EP_LIBRARY ${LIBS[*]} ${DATA[*]} ${DROP[*]} "
+  for f in "$x/$WHEEL_PKG_DIR"/*; do
+    base="${f##*/}"
+    [[ $known == *" $base "* ]] || die "unexpected file in the wheel: $WHEEL_PKG_DIR/$base"
+  done
+  # The dropped plugin copies must really be copies.
+  for base in "${DROP[@]}"; do
+    [[ $base == "$EP_LIBRARY".* ]] || continue
+    cmp -s "$x/$WHEEL_PKG_DIR/$EP_LIBRARY" "$x/$WHEEL_PKG_DIR/$base" ||
+      die "$base differs from $EP_LIBRARY; cannot drop it as a duplicate"
+  done
+
+  for base in "$EP_LIBRARY" "${LIBS[@]}"; do
+    src="$x/$WHEEL_PKG_DIR/$base"
+    [[ -f $src && ! -L $src ]] || die "$WHEEL_PKG_DIR/$base missing from the wheel"
+    is_elf "$src" || die "$base is not an ELF file"
+    soname="$(readelf -d "$src" | sed -n 's/.*(SONAME) *Library soname: \[\(.*\)\]$/\1/p')"
+    if [[ $base != "$EP_LIBRARY" && -n $soname && $soname != "$base" ]]; then
+      die "$base has SONAME $soname; it must be staged under its SONAME"
+    fi
+    install -m 0755 "$src" "$out/lib/$base"
+    patchelf --force-rpath --set-rpath '$ORIGIN' "$out/lib/$base"
+  done
+  for base in "${DATA[@]}"; do
+    install -m 0644 "$x/$WHEEL_PKG_DIR/$base" "$out/lib/$base"
+  done
+  for f in "${LICENSE_FILES[@]}"; do
+    install -m 0644 "$x/$f" "$out/$LICENSE_DIR/${f##*/}"
+  done
+
+  log "stage: checking that lib/ is self-contained (env -i ldd)"
+  check_self_contained "$out"
+  if [[ -n $(find "$out" ! -type f ! -type d) ]]; then
+    die "the stage holds something other than plain files and directories"
+  fi
+
+  rm -f "$STAMP" # the stamp goes last: it marks a complete stage
+  rm -rf "$STAGE"
+  mv "$out" "$STAGE"
+  echo "$STAGE_STAMP" >"$STAMP"
+}
+
+fetch_wheel
+STAGE_STAMP="recipe=$RECIPE_VERSION wheel=$WHEEL_SHA256"
+if [[ -f $STAMP && "$(<"$STAMP")" == "$STAGE_STAMP" && -d $STAGE ]]; then
+  log "stage: $STAGE up to date"
+else
+  build_stage
+fi
+log "stage: $(du -sh "$STAGE" | cut -f1) in $STAGE"
+
+# --- 3. Pack ----------------------------------------------------------------------
+if [[ -n $PACK_TOOL ]]; then
+  [[ -x $PACK_TOOL ]] || die "$PACK_TOOL is not an executable"
+  log "pack: $PACK_OUTPUT"
+  mkdir -p "$(dirname "$PACK_OUTPUT")"
+  "$PACK_TOOL" pack --dir "$STAGE" --metadata "$HERE/ep.json" --output "$PACK_OUTPUT" ||
+    die "$PACK_TOOL pack failed"
+fi
+log "done in $((SECONDS - START))s"
