@@ -34,6 +34,12 @@ std::string_view errc_name(Errc code) {
       return "crypto";
     case Errc::too_many:
       return "too_many";
+    case Errc::too_large:
+      return "too_large";
+    case Errc::unsafe_entry:
+      return "unsafe_entry";
+    case Errc::manifest_mismatch:
+      return "manifest_mismatch";
   }
   return "unknown";
 }
@@ -48,6 +54,10 @@ ErrorKind error_kind(Errc code) {
       return ErrorKind::Network;
     case Errc::unsupported:
       return ErrorKind::Incompatible;
+    case Errc::too_large:
+    case Errc::unsafe_entry:
+    case Errc::manifest_mismatch:
+      return ErrorKind::VerificationFailed;
     default:
       return ErrorKind::VerificationFailed;
   }

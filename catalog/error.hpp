@@ -27,7 +27,11 @@ enum class Errc {
   network,           // fetch failed (transport, HTTP status)
   io,                // local filesystem error
   crypto,            // OpenSSL failed unexpectedly
-  too_many,          // a bound was exceeded (root rotations, delegations)
+  too_many,          // a bound was exceeded (root rotations, delegations, archive entries)
+  too_large,         // a size bound was exceeded (file, total, expansion ratio, manifest)
+  unsafe_entry,      // an archive entry that must not be extracted (path, type, mode)
+  // A package's manifest disagrees with its signed catalog entry.
+  manifest_mismatch,
 };
 
 // Coarse kinds shared with the bus error names org.epbroker.Error.*.

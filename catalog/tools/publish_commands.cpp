@@ -3,11 +3,15 @@
 #include <sys/stat.h>
 
 #include <charconv>
+#include <fstream>
 #include <iostream>
 
 #include "catalog/atomic_file.hpp"
 #include "catalog/crypto/hash.hpp"
 #include "catalog/ep_metadata.hpp"
+#include "catalog/package/extract.hpp"
+#include "catalog/package/manifest.hpp"
+#include "catalog/package/pack.hpp"
 #include "catalog/tuf/dir_fetcher.hpp"
 #include "catalog/tuf/repository.hpp"
 #include "catalog/tuf/updater.hpp"
@@ -101,6 +105,33 @@ Result<Loaded> open_repo(const Args& args) {
   return l;
 }
 
+// Strict EP metadata from the --metadata file; errors name the file.
+Result<EpMetadata> load_metadata(const Args& args) {
+  const std::string file = *args.get("metadata");
+  auto text = read_file(file, 1 << 20);
+  if (!text) return std::unexpected(text.error());
+  auto meta = parse_ep_metadata_text(*text);
+  if (!meta) return fail(meta.error().code, file + ": " + meta.error().message);
+  return meta;
+}
+
+// SHA-256 and size of a file, streamed.
+Result<std::pair<std::string, std::uint64_t>> hash_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return fail(Errc::io, "open " + p.string());
+  crypto::Hasher hasher(crypto::HashAlgo::sha256);
+  std::vector<char> buf(1 << 20);
+  std::uint64_t size = 0;
+  while (in) {
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    const auto n = static_cast<std::size_t>(in.gcount());
+    hasher.update(std::string_view(buf.data(), n));
+    size += n;
+  }
+  if (in.bad()) return fail(Errc::io, "read " + p.string());
+  return std::pair{hasher.finish_hex(), size};
+}
+
 bool require(const Args& args, const std::string& cmd, std::initializer_list<const char*> names,
              int& rc) {
   for (const char* n : names) {
@@ -165,17 +196,54 @@ int cmd_init(const Args& args) {
   return 0;
 }
 
+int cmd_pack(const Args& args) {
+  int rc = 0;
+  if (!require(args, "pack", {"dir", "metadata", "output"}, rc)) return rc;
+  if (!args.positionals.empty()) return usage("pack", "unexpected argument");
+  const fs::path output = *args.get("output");
+  const bool gzip = args.has("gzip");
+  const std::string suffix = gzip ? ".tar.gz" : ".tar.zst";
+  if (!output.filename().string().ends_with(suffix)) {
+    return usage("pack", "--output must end with " + suffix);
+  }
+  // 1. EP metadata, strictly; then the package.
+  auto meta = load_metadata(args);
+  if (!meta) return failure("pack", meta.error());
+  if (auto ok =
+          package::pack_directory(*args.get("dir"), *meta, output,
+                                  gzip ? package::Compression::gzip : package::Compression::zstd);
+      !ok) {
+    return failure("pack", ok.error());
+  }
+  // 2. What was written, read back through the package reader.
+  auto manifest = package::read_package_manifest(output);
+  if (!manifest) return failure("pack", manifest.error());
+  auto hashed = hash_file(output);
+  if (!hashed) return failure("pack", hashed.error());
+  std::cout << "packed " << output.string() << " (" << meta->name << " " << meta->version.text
+            << ", " << manifest->files.size() << " files, " << hashed->second << " bytes, sha256 "
+            << hashed->first << ")\n";
+  return 0;
+}
+
 int cmd_add(const Args& args) {
   int rc = 0;
   if (!require(args, "add", {"repo", "keys", "metadata"}, rc)) return rc;
   if (args.positionals.size() != 1) return usage("add", "expected exactly one PACKAGE");
   const fs::path package = args.positionals[0];
-  // 1. EP metadata, strictly.
-  auto text = read_file(*args.get("metadata"), 1 << 20);
-  if (!text) return failure("add", text.error());
-  auto meta = parse_ep_metadata_text(*text);
-  if (!meta)
-    return failure("add", {meta.error().code, *args.get("metadata") + ": " + meta.error().message});
+  // 1. EP metadata, strictly; an EP package's manifest must agree with it.
+  auto meta = load_metadata(args);
+  if (!meta) return failure("add", meta.error());
+  if (catalog::package::looks_like_package(package)) {
+    auto manifest = catalog::package::read_package_manifest(package);
+    if (!manifest) {
+      return failure("add",
+                     {manifest.error().code, package.string() + ": " + manifest.error().message});
+    }
+    if (auto ok = catalog::package::check_manifest_matches(*manifest, *meta); !ok) {
+      return failure("add", {ok.error().code, package.string() + ": " + ok.error().message});
+    }
+  }
   // 2. The package bytes.
   auto bytes = read_file(package, std::uint64_t{4} << 30);
   if (!bytes) return failure("add", bytes.error());

@@ -7,6 +7,7 @@
 namespace catalog::tools {
 
 int cmd_init(const Args& args);
+int cmd_pack(const Args& args);
 int cmd_add(const Args& args);
 int cmd_remove(const Args& args);
 int cmd_timestamp(const Args& args);

@@ -18,6 +18,7 @@ Serve DIR/metadata and DIR/targets with any static HTTP server.
 
 Commands:
   init       create keys and a new repository
+  pack       build an EP package (.tar.zst or .tar.gz) from a directory
   add        add (or replace) a package with its EP metadata
   remove     remove a target from the catalog
   timestamp  re-sign snapshot and timestamp with fresh expiry (run from cron)
@@ -68,12 +69,33 @@ const Command kCommands[] = {
      with_common({"root-keys", "root-threshold"}),
      {"no-consistent-snapshot"},
      catalog::tools::cmd_init},
+    {"pack",
+     "Usage: epbroker-publish pack --dir DIR --metadata EP.json --output FILE [--gzip]\n\n"
+     "Packs every regular file under DIR into an EP package: a tar archive whose\n"
+     "first entry is manifest.json (the EP metadata of EP.json, checked strictly,\n"
+     "plus each file's path, size, SHA-256 and mode), then the files sorted by path.\n"
+     "zstd-compressed (level 9), or gzip with --gzip. The output is deterministic:\n"
+     "the same files and metadata give the same bytes. Refuses symlinks, special\n"
+     "files, a manifest.json in DIR, and an EP library that is not in DIR. Prints\n"
+     "the package's path, size, SHA-256 and file count.\n\n"
+     "Options:\n"
+     "  --dir DIR             the files of the package (e.g. lib/libmy_ep.so)\n"
+     "  --metadata EP.json    EP metadata ({\"epbroker\": {...}}), as for 'add'\n"
+     "  --output FILE         the package to write, replaced atomically; it must\n"
+     "                        end with .tar.zst (.tar.gz with --gzip)\n"
+     "  --gzip                gzip instead of zstd\n"
+     "  -h, --help            show this help\n",
+     {"dir", "metadata", "output"},
+     {"gzip"},
+     catalog::tools::cmd_pack},
     {"add",
      "Usage: epbroker-publish add --repo DIR --keys DIR --metadata EP.json PACKAGE\n"
      "                            [--target-path PATH] [--role ROLE]\n\n"
      "Adds PACKAGE to the catalog with the EP metadata in EP.json ({\"epbroker\": {...}},\n"
      "checked strictly) as its custom field. The target path defaults to\n"
-     "NAME/BASENAME. Publishes new targets, snapshot and timestamp versions.\n",
+     "NAME/BASENAME. When PACKAGE is an EP package (*.tar.zst, *.tar.gz), its\n"
+     "manifest.json must agree with EP.json, or nothing is added. Publishes new\n"
+     "targets, snapshot and timestamp versions.\n",
      with_common({"metadata", "target-path", "role"}),
      {},
      catalog::tools::cmd_add},
@@ -136,7 +158,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (args->has("help")) {
-      std::cout << cmd.usage << (name == "verify" ? "" : kCommonOptions);
+      std::cout << cmd.usage << (name == "verify" || name == "pack" ? "" : kCommonOptions);
       return 0;
     }
     return cmd.run(*args);

@@ -46,7 +46,7 @@ check() {
 
 # --- help and usage -----------------------------------------------------------
 expect 0 "publish --help" -- "$PUBLISH" --help
-for c in init add remove timestamp rotate delegate verify; do
+for c in init pack add remove timestamp rotate delegate verify; do
   expect 0 "publish $c --help" -- "$PUBLISH" "$c" --help
   check "publish $c --help prints usage" -- grep -q "Usage: epbroker-publish $c" out.txt
 done
@@ -68,12 +68,42 @@ check "key dir is 0700" -- test "$(stat -c %a keys)" = 700
 check "key files are 0600" -- test "$(stat -c %a keys/timestamp.pem)" = 600
 expect 1 "init refuses an existing repository" -- "$PUBLISH" init --repo repo --keys keys2
 check "refused init wrote no keys" -- test ! -e keys2
-mkdir -p pkg && echo "payload" >pkg/p.tar.gz
 cat >ep.json <<'JSON'
 {"epbroker": {"schema": 1, "name": "cli-ep", "version": "2.0.0", "ep_names": ["CliEp"],
  "vendor": "tests", "arch": "x86_64", "ort_min": "1.23.0", "library": "lib/libcli.so",
  "supports": [{"type": "cpu"}]}}
 JSON
+
+# --- publisher: pack --------------------------------------------------------------
+mkdir -p src/lib src/share pkg
+head -c 200000 /dev/urandom >src/lib/libcli.so && chmod 755 src/lib/libcli.so
+echo "read me" >src/share/readme.txt
+expect 2 "pack without --dir" -- "$PUBLISH" pack --metadata ep.json --output pkg/p.tar.gz
+expect 2 "pack --output without .tar.zst" -- "$PUBLISH" pack --dir src --metadata ep.json \
+  --output pkg/p.tar.gz
+expect 0 "pack (gzip)" -- "$PUBLISH" pack --dir src --metadata ep.json --output pkg/p.tar.gz --gzip
+check "pack prints path, files, size and sha256" -- grep -q \
+  "packed pkg/p.tar.gz (cli-ep 2.0.0, 2 files, $(stat -c %s pkg/p.tar.gz) bytes, sha256 $(sha256sum pkg/p.tar.gz | cut -d' ' -f1))" out.txt
+cp pkg/p.tar.gz first.tar.gz
+sleep 1  # a timestamp in the output would now differ
+expect 0 "pack (gzip) again" -- "$PUBLISH" pack --dir src --metadata ep.json --output pkg/p.tar.gz --gzip
+check "packing twice gives identical bytes (gzip)" -- cmp -s first.tar.gz pkg/p.tar.gz
+expect 0 "pack (zstd)" -- "$PUBLISH" pack --dir src --metadata ep.json --output z1.tar.zst
+touch src/lib/libcli.so src/share/readme.txt
+expect 0 "pack (zstd) again" -- "$PUBLISH" pack --dir src --metadata ep.json --output z2.tar.zst
+check "packing twice gives identical bytes (zstd)" -- cmp -s z1.tar.zst z2.tar.zst
+check "manifest.json is the first entry" -- test "$(tar --zstd -tf z1.tar.zst | head -1)" = manifest.json
+check "GNU tar lists every file" -- test "$(tar --zstd -tf z1.tar.zst | tr '\n' ' ')" = \
+  "manifest.json lib/libcli.so share/readme.txt "
+sed 's#lib/libcli.so#lib/missing.so#' ep.json >missing-ep.json
+expect 1 "pack refuses a library not in the directory" -- "$PUBLISH" pack --dir src \
+  --metadata missing-ep.json --output none.tar.zst
+check "refusal names the library" -- grep -q "lib/missing.so" err.txt
+ln -s libcli.so src/lib/libcli.so.1
+expect 1 "pack refuses a symlink" -- "$PUBLISH" pack --dir src --metadata ep.json --output none.tar.zst
+rm src/lib/libcli.so.1
+check "refused packs wrote nothing" -- test -z "$(ls -a | grep none)"
+
 sed 's#lib/libcli.so#../escape.so#' ep.json >bad-ep.json
 before=$(cat repo/metadata/timestamp.json)
 expect 1 "add refuses EP metadata with '..' in library" -- "$PUBLISH" add --repo repo --keys keys \
@@ -91,9 +121,18 @@ for bad_path in "a/b c" "a//b" "../x" "x/./y" "q?x#y" "/abs"; do
     --metadata ep.json --target-path "$bad_path" pkg/p.tar.gz
 done
 check "refused paths changed nothing" -- test "$before" = "$(cat repo/metadata/timestamp.json)"
+sed 's#"2.0.0"#"2.0.1"#' ep.json >newer-ep.json
+expect 1 "add refuses a package whose manifest disagrees with --metadata" -- "$PUBLISH" add \
+  --repo repo --keys keys --metadata newer-ep.json pkg/p.tar.gz
+check "refusal is manifest_mismatch naming the field" -- grep -q "manifest_mismatch.*epbroker.version" err.txt
+echo "not a package" >fake.tar.zst
+expect 1 "add refuses a .tar.zst that is not a package" -- "$PUBLISH" add --repo repo --keys keys \
+  --metadata ep.json fake.tar.zst
+check "mismatched adds changed nothing" -- test "$before" = "$(cat repo/metadata/timestamp.json)"
+check "mismatched adds wrote no target file" -- test -z "$(ls repo/targets 2>/dev/null)"
 expect 0 "add" -- "$PUBLISH" add --repo repo --keys keys --metadata ep.json pkg/p.tar.gz
 expect 0 "verify" -- "$PUBLISH" verify --repo repo
-check "verify lists the target" -- grep -q "cli-ep/p.tar.gz (8 bytes): OK" out.txt
+check "verify lists the target" -- grep -q "cli-ep/p.tar.gz ($(stat -c %s pkg/p.tar.gz) bytes): OK" out.txt
 
 # --- serve and download ----------------------------------------------------------
 "$PY" "$SRC/tests/support/http_server.py" --root repo --port-file port >/dev/null &
