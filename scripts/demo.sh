@@ -18,7 +18,7 @@ source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
 echo "==> build the catalog tools"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
-cmake --build build --target epbroker-publish epbroker-tuf-client >/dev/null
+cmake --build build --target epbroker-publish epbroker-tuf-client epbroker_test_ep >/dev/null
 PUBLISH=$ROOT_DIR/build/catalog/tools/epbroker-publish
 CLIENT=$ROOT_DIR/build/catalog/tools/epbroker-tuf-client
 
@@ -37,25 +37,19 @@ run() {
   "$@"
 }
 
-# A sample EP package: for now a tarball with a manifest (the real package
-# format and plugin EPs arrive with the EP packages work).
+# A real EP package: our test-ep plugin library (a test fixture that runs Add,
+# Mul, Relu, MatMul and Gemm in ONNX Runtime), packed with its EP metadata.
 make_package() { # VERSION
-  mkdir -p "pkg-$1/lib"
-  printf '{"name": "demo-ep", "version": "%s"}\n' "$1" >"pkg-$1/manifest.json"
-  printf 'not really a plugin EP, version %s\n' "$1" >"pkg-$1/lib/libdemo_ep.so"
-  tar --sort=name --mtime=@0 --owner=0 --group=0 -czf "demo-ep-$1.tar.gz" -C "pkg-$1" .
-  cat >"demo-ep-$1.json" <<JSON
-{"epbroker": {"schema": 1, "name": "demo-ep", "version": "$1",
-  "ep_names": ["EpbrokerDemoEp"], "vendor": "epbroker demo", "arch": "x86_64",
-  "ort_min": "1.23.0", "library": "lib/libdemo_ep.so",
-  "supports": [{"type": "cpu"}, {"type": "gpu", "vendor_ids": [32902]}]}}
-JSON
+  sed "s/\"version\": \"0.1.0\"/\"version\": \"$1\"/" \
+    "$ROOT_DIR/ep-packages/test-ep/ep.json" >"test-ep-$1.json"
+  run "$PUBLISH" pack --dir "$ROOT_DIR/build/ep-packages/test-ep/stage" \
+    --metadata "test-ep-$1.json" --output "test-ep-$1.tar.zst"
 }
 
-step "Publisher: create a signed catalog (2-of-3 root keys) and add a package"
-run "$PUBLISH" init --repo repo --keys keys --root-keys 3 --root-threshold 2
+step "Publisher: pack an EP package, create a signed catalog (2-of-3 root keys), add it"
 make_package 1.0.0
-run "$PUBLISH" add --repo repo --keys keys --metadata demo-ep-1.0.0.json demo-ep-1.0.0.tar.gz
+run "$PUBLISH" init --repo repo --keys keys --root-keys 3 --root-threshold 2
+run "$PUBLISH" add --repo repo --keys keys --metadata test-ep-1.0.0.json test-ep-1.0.0.tar.zst
 run "$PUBLISH" verify --repo repo
 
 step "Serve the catalog as static files on loopback"
@@ -70,25 +64,25 @@ step "Client: trust root v1 out of band, then refresh and download"
 run "$CLIENT" --metadata-dir client/metadata init repo/metadata/1.root.json
 run "$CLIENT" --metadata-dir client/metadata --metadata-url "$URL/metadata" \
   --target-base-url "$URL/targets" --target-dir client/targets \
-  --target-name demo-ep/demo-ep-1.0.0.tar.gz download
+  --target-name test-ep/test-ep-1.0.0.tar.zst download
 
 step "Publisher: rotate the timestamp key and publish version 1.1.0"
 run "$PUBLISH" rotate --repo repo --keys keys timestamp
 make_package 1.1.0
-run "$PUBLISH" add --repo repo --keys keys --metadata demo-ep-1.1.0.json demo-ep-1.1.0.tar.gz
+run "$PUBLISH" add --repo repo --keys keys --metadata test-ep-1.1.0.json test-ep-1.1.0.tar.zst
 
 step "Client: walks root v1 -> v2 (new timestamp key), gets 1.1.0, keeps 1.0.0"
 run "$CLIENT" --metadata-dir client/metadata --metadata-url "$URL/metadata" \
   --target-base-url "$URL/targets" --target-dir client/targets \
-  --target-name demo-ep/demo-ep-1.0.0.tar.gz --target-name demo-ep/demo-ep-1.1.0.tar.gz download
+  --target-name test-ep/test-ep-1.0.0.tar.zst --target-name test-ep/test-ep-1.1.0.tar.zst download
 
 step "Attacker: replaces the 1.1.0 package on the server with other bytes of the same size"
-served=$(find repo/targets/demo-ep -name '*.demo-ep-1.1.0.tar.gz')
+served=$(find repo/targets/test-ep -name '*.test-ep-1.1.0.tar.zst')
 head -c "$(stat -c %s "$served")" /dev/zero >"$served.evil" && mv "$served.evil" "$served"
-rm client/targets/demo-ep%2Fdemo-ep-1.1.0.tar.gz
+rm client/targets/test-ep%2Ftest-ep-1.1.0.tar.zst
 if run "$CLIENT" --metadata-dir client/metadata --metadata-url "$URL/metadata" \
   --target-base-url "$URL/targets" --target-dir client/targets \
-  --target-name demo-ep/demo-ep-1.1.0.tar.gz download; then
+  --target-name test-ep/test-ep-1.1.0.tar.zst download; then
   echo "demo: the tampered package was accepted" >&2
   exit 1
 fi

@@ -221,7 +221,7 @@ int cmd_pack(const Args& args) {
   auto hashed = hash_file(output);
   if (!hashed) return failure("pack", hashed.error());
   std::cout << "packed " << output.string() << " (" << meta->name << " " << meta->version.text
-            << ", " << manifest->files.size() << " files, " << hashed->second << " bytes, sha256 "
+            << ", " << manifest->files.size() << " file(s), " << hashed->second << " bytes, sha256 "
             << hashed->first << ")\n";
   return 0;
 }

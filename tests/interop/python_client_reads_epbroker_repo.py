@@ -312,17 +312,17 @@ def scenario(publish, init_args, label):
             )
             check_step(repo, server, client, "init")
 
-            pkg_a = repo.add("test-ep-1.0.0.tar.gz", os.urandom(70_000) + b"test-ep", EP_METADATA)
+            pkg_a = repo.add("test-ep-1.0.0.bin", os.urandom(70_000) + b"test-ep", EP_METADATA)
             check_step(repo, server, client, "add test-ep")
-            pkg_b = repo.add("other-ep-2.1.0.tar.gz", b"other-ep\n" * 1000, other_ep_metadata())
+            pkg_b = repo.add("other-ep-2.1.0.bin", b"other-ep\n" * 1000, other_ep_metadata())
             check_step(repo, server, client, "add other-ep")
 
             # A delegated role with its own key, trusted for vendor/* only.
             repo.run("delegate", "vendor", "--paths", "vendor/*")
             check_step(repo, server, client, "delegate vendor/*")
-            repo.add("vendor-ep-0.3.0.tar.gz", b"vendor-ep\n" * 300, other_ep_metadata(),
-                     role="vendor", target_path="vendor/vendor-ep-0.3.0.tar.gz")
-            check_step(repo, server, client, "add vendor/vendor-ep-0.3.0.tar.gz to role vendor")
+            repo.add("vendor-ep-0.3.0.bin", b"vendor-ep\n" * 300, other_ep_metadata(),
+                     role="vendor", target_path="vendor/vendor-ep-0.3.0.bin")
+            check_step(repo, server, client, "add vendor/vendor-ep-0.3.0.bin to role vendor")
 
             repo.run("rotate", "root")
             check_step(repo, server, client, "rotate root")
