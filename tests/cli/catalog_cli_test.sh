@@ -83,7 +83,7 @@ expect 2 "pack --output without .tar.zst" -- "$PUBLISH" pack --dir src --metadat
   --output pkg/p.tar.gz
 expect 0 "pack (gzip)" -- "$PUBLISH" pack --dir src --metadata ep.json --output pkg/p.tar.gz --gzip
 check "pack prints path, files, size and sha256" -- grep -q \
-  "packed pkg/p.tar.gz (cli-ep 2.0.0, 2 files, $(stat -c %s pkg/p.tar.gz) bytes, sha256 $(sha256sum pkg/p.tar.gz | cut -d' ' -f1))" out.txt
+  "packed pkg/p.tar.gz (cli-ep 2.0.0, 2 file(s), $(stat -c %s pkg/p.tar.gz) bytes, sha256 $(sha256sum pkg/p.tar.gz | cut -d' ' -f1))" out.txt
 cp pkg/p.tar.gz first.tar.gz
 sleep 1  # a timestamp in the output would now differ
 expect 0 "pack (gzip) again" -- "$PUBLISH" pack --dir src --metadata ep.json --output pkg/p.tar.gz --gzip
