@@ -48,7 +48,7 @@ int bench(const std::string& name, const fs::path& package, const std::string& m
   const std::string ep = manifest->ep.ep_names.at(0);
   if (ep_devices_for(test_env(), ep).empty()) {
     std::printf(
-        "%-10s %9.1f MB package: extract %7.1f ms, register %6.1f ms, no %s device on "
+        "%-10s %9.3f MB package: extract %7.1f ms, register %6.1f ms, no %s device on "
         "this machine\n",
         name.c_str(), static_cast<double>(fs::file_size(package)) / 1e6, ms(t0, t1), ms(t1, t2),
         ep.c_str());
@@ -66,7 +66,7 @@ int bench(const std::string& name, const fs::path& package, const std::string& m
     return 1;
   }
   std::printf(
-      "%-10s %9.1f MB package: extract %7.1f ms, register %6.1f ms, session %7.1f ms, "
+      "%-10s %9.3f MB package: extract %7.1f ms, register %6.1f ms, session %7.1f ms, "
       "first run %7.1f ms; total %7.1f ms (%s)\n",
       name.c_str(), static_cast<double>(fs::file_size(package)) / 1e6, ms(t0, t1), ms(t1, t2),
       ms(t2, t3), ms(t3, t4), ms(t0, t4), ep.c_str());
