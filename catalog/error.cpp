@@ -40,6 +40,12 @@ std::string_view errc_name(Errc code) {
       return "unsafe_entry";
     case Errc::manifest_mismatch:
       return "manifest_mismatch";
+    case Errc::not_authorized:
+      return "not_authorized";
+    case Errc::busy:
+      return "busy";
+    case Errc::cancelled:
+      return "cancelled";
   }
   return "unknown";
 }
@@ -54,6 +60,12 @@ ErrorKind error_kind(Errc code) {
       return ErrorKind::Network;
     case Errc::unsupported:
       return ErrorKind::Incompatible;
+    case Errc::not_authorized:
+      return ErrorKind::NotAuthorized;
+    case Errc::busy:
+      return ErrorKind::Busy;
+    case Errc::cancelled:
+      return ErrorKind::Cancelled;
     case Errc::too_large:
     case Errc::unsafe_entry:
     case Errc::manifest_mismatch:

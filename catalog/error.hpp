@@ -32,10 +32,22 @@ enum class Errc {
   unsafe_entry,      // an archive entry that must not be extracted (path, type, mode)
   // A package's manifest disagrees with its signed catalog entry.
   manifest_mismatch,
+  not_authorized,  // the caller may not do this (polkit or uid policy said no)
+  busy,            // refused while something holds it (a session lease, a job)
+  cancelled,       // a job was cancelled
 };
 
 // Coarse kinds shared with the bus error names org.epbroker.Error.*.
-enum class ErrorKind { NotFound, InvalidArgument, VerificationFailed, Network, Incompatible };
+enum class ErrorKind {
+  NotFound,
+  InvalidArgument,
+  VerificationFailed,
+  Network,
+  Incompatible,
+  NotAuthorized,
+  Busy,
+  Cancelled,
+};
 
 // A typed error: a code plus a human-readable message naming what failed.
 struct Error {

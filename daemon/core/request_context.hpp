@@ -1,0 +1,16 @@
+// Who is asking: what the D-Bus layer knows of a caller, handed to the core
+// instead of a bus message. Identity always comes from the bus credentials.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+
+namespace daemon::core {
+
+struct RequestContext {
+  uid_t uid = static_cast<uid_t>(-1);  // from the bus credentials, never from arguments
+  std::string sender;                  // unique bus name, e.g. ":1.42"
+};
+
+}  // namespace daemon::core
