@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace daemon::core {
+namespace epbrokerd::core {
 
 std::string_view action_id(Action a) {
   return a == Action::install ? "org.epbroker.install" : "org.epbroker.manage";
@@ -17,4 +17,4 @@ catalog::Result<void> UidAuthorizer::check(const RequestContext& ctx, Action act
       "uid " + std::to_string(ctx.uid) + " may not perform " + std::string(action_id(action)));
 }
 
-}  // namespace daemon::core
+}  // namespace epbrokerd::core

@@ -9,7 +9,7 @@
 #include "catalog/error.hpp"
 #include "daemon/core/request_context.hpp"
 
-namespace daemon::core {
+namespace epbrokerd::core {
 
 enum class Action {
   install,  // org.epbroker.install: install a package of a trusted catalog
@@ -37,4 +37,4 @@ class UidAuthorizer : public Authorizer {
   std::vector<uid_t> allowed_;
 };
 
-}  // namespace daemon::core
+}  // namespace epbrokerd::core

@@ -1,3 +1,6 @@
+// Namespace note: daemon/ code lives in epbrokerd:: (a namespace named
+// `daemon` would clash with daemon(3) from <unistd.h>).
+//
 // Who is asking: what the D-Bus layer knows of a caller, handed to the core
 // instead of a bus message. Identity always comes from the bus credentials.
 #pragma once
@@ -6,11 +9,11 @@
 
 #include <string>
 
-namespace daemon::core {
+namespace epbrokerd::core {
 
 struct RequestContext {
   uid_t uid = static_cast<uid_t>(-1);  // from the bus credentials, never from arguments
   std::string sender;                  // unique bus name, e.g. ":1.42"
 };
 
-}  // namespace daemon::core
+}  // namespace epbrokerd::core

@@ -1,0 +1,145 @@
+#include "daemon/core/job.hpp"
+
+namespace epbrokerd::core {
+
+std::string_view job_kind_name(JobKind k) { return k == JobKind::install ? "install" : "refresh"; }
+
+std::string_view job_state_name(JobState s) {
+  switch (s) {
+    case JobState::queued:
+      return "queued";
+    case JobState::downloading:
+      return "downloading";
+    case JobState::verifying:
+      return "verifying";
+    case JobState::installing:
+      return "installing";
+    case JobState::done:
+      return "done";
+    case JobState::failed:
+      return "failed";
+    case JobState::cancelled:
+      return "cancelled";
+  }
+  return "failed";
+}
+
+bool is_final(JobState s) {
+  return s == JobState::done || s == JobState::failed || s == JobState::cancelled;
+}
+
+Job::Job(std::uint64_t id, JobKind kind, std::string target, RequestContext starter,
+         JobListener on_change)
+    : id_(id), on_change_(std::move(on_change)) {
+  snap_.id = id;
+  snap_.kind = kind;
+  snap_.target = std::move(target);
+  snap_.starter = std::move(starter);
+}
+
+JobSnapshot Job::snapshot() const {
+  std::lock_guard lock(mu_);
+  return snap_;
+}
+
+void Job::notify() {
+  if (on_change_) on_change_(snapshot());
+}
+
+void Job::set_state(JobState s) {
+  {
+    std::lock_guard lock(mu_);
+    if (is_final(snap_.state) || snap_.state == s) return;
+    snap_.state = s;
+  }
+  notify();
+}
+
+void Job::set_progress(std::uint64_t done, std::uint64_t total) {
+  {
+    std::lock_guard lock(mu_);
+    if (is_final(snap_.state)) return;
+    if (done < snap_.bytes_done && total == snap_.bytes_total) return;  // keep it monotone
+    if (done == snap_.bytes_done && total == snap_.bytes_total) return;
+    snap_.bytes_done = done;
+    snap_.bytes_total = total;
+  }
+  notify();
+}
+
+void Job::succeed() {
+  {
+    std::lock_guard lock(mu_);
+    if (is_final(snap_.state)) return;
+    snap_.state = JobState::done;
+  }
+  notify();
+}
+
+void Job::fail(catalog::Error e) {
+  {
+    std::lock_guard lock(mu_);
+    if (is_final(snap_.state)) return;
+    snap_.state = e.code == catalog::Errc::cancelled ? JobState::cancelled : JobState::failed;
+    snap_.error = std::move(e);
+  }
+  notify();
+}
+
+std::shared_ptr<Job> JobTable::create(JobKind kind, std::string target, RequestContext starter) {
+  std::lock_guard lock(mu_);
+  const std::uint64_t id = next_id_++;
+  auto job = std::make_shared<Job>(id, kind, std::move(target), std::move(starter), on_change_);
+  jobs_.emplace(id, job);
+  return job;
+}
+
+std::shared_ptr<Job> JobTable::find(std::uint64_t id) const {
+  std::lock_guard lock(mu_);
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<Job> JobTable::find_active(JobKind kind, const std::string& target) const {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, job] : jobs_) {
+    const auto s = job->snapshot();
+    if (s.kind == kind && s.target == target && !is_final(s.state)) return job;
+  }
+  return nullptr;
+}
+
+std::size_t JobTable::active_count() const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const auto& [id, job] : jobs_)
+    if (!is_final(job->snapshot().state)) ++n;
+  return n;
+}
+
+std::size_t JobTable::active_count_for(const std::string& sender) const {
+  std::lock_guard lock(mu_);
+  std::size_t n = 0;
+  for (const auto& [id, job] : jobs_) {
+    const auto s = job->snapshot();
+    if (!is_final(s.state) && s.starter.sender == sender) ++n;
+  }
+  return n;
+}
+
+std::vector<std::uint64_t> JobTable::prune(std::size_t keep) {
+  std::lock_guard lock(mu_);
+  std::vector<std::uint64_t> finished;
+  for (const auto& [id, job] : jobs_) {
+    if (is_final(job->snapshot().state)) finished.push_back(id);
+  }
+  std::vector<std::uint64_t> removed;
+  if (finished.size() <= keep) return removed;
+  for (std::size_t i = 0; i + keep < finished.size(); ++i) {
+    jobs_.erase(finished[i]);
+    removed.push_back(finished[i]);
+  }
+  return removed;
+}
+
+}  // namespace epbrokerd::core

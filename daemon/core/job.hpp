@@ -1,0 +1,93 @@
+// Long-running operations (install, refresh) as observable jobs. Thread-safe:
+// workers update a job; the D-Bus layer reads snapshots and forwards changes
+// as PropertiesChanged / Finished.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "catalog/error.hpp"
+#include "daemon/core/request_context.hpp"
+
+namespace epbrokerd::core {
+
+enum class JobKind { install, refresh };
+enum class JobState { queued, downloading, verifying, installing, done, failed, cancelled };
+
+std::string_view job_kind_name(JobKind k);
+std::string_view job_state_name(JobState s);
+bool is_final(JobState s);
+
+struct JobSnapshot {
+  std::uint64_t id = 0;
+  JobKind kind = JobKind::install;
+  std::string target;  // package name for installs, "" for refresh
+  JobState state = JobState::queued;
+  std::uint64_t bytes_done = 0;
+  std::uint64_t bytes_total = 0;
+  std::optional<catalog::Error> error;  // set when failed or cancelled
+  RequestContext starter;
+};
+
+class Job;
+// Called from whichever thread changed the job, outside the job's lock.
+using JobListener = std::function<void(const JobSnapshot&)>;
+
+class Job {
+ public:
+  Job(std::uint64_t id, JobKind kind, std::string target, RequestContext starter,
+      JobListener on_change);
+
+  JobSnapshot snapshot() const;
+  std::uint64_t id() const { return id_; }
+
+  // Worker side. Progress is monotone: bytes_done never goes down within a
+  // state, and a final state is never left.
+  void set_state(JobState s);
+  void set_progress(std::uint64_t done, std::uint64_t total);
+  void succeed();
+  void fail(catalog::Error e);
+
+  // Any thread: asks the worker to stop; it checks cancel_requested().
+  void request_cancel() { cancel_.store(true); }
+  bool cancel_requested() const { return cancel_.load(); }
+
+ private:
+  void notify();
+
+  const std::uint64_t id_;
+  mutable std::mutex mu_;
+  JobSnapshot snap_;
+  std::atomic<bool> cancel_{false};
+  JobListener on_change_;
+};
+
+// Owns jobs by id; finds the running install of a package (one download per
+// target however many callers wait).
+class JobTable {
+ public:
+  explicit JobTable(JobListener on_change) : on_change_(std::move(on_change)) {}
+
+  std::shared_ptr<Job> create(JobKind kind, std::string target, RequestContext starter);
+  std::shared_ptr<Job> find(std::uint64_t id) const;
+  std::shared_ptr<Job> find_active(JobKind kind, const std::string& target) const;
+  std::size_t active_count() const;
+  std::size_t active_count_for(const std::string& sender) const;
+  // Forgets finished jobs beyond the newest `keep` (their bus objects go too).
+  std::vector<std::uint64_t> prune(std::size_t keep);
+
+ private:
+  mutable std::mutex mu_;
+  std::uint64_t next_id_ = 1;
+  std::map<std::uint64_t, std::shared_ptr<Job>> jobs_;
+  JobListener on_change_;
+};
+
+}  // namespace epbrokerd::core
