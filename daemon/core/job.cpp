@@ -127,6 +127,11 @@ std::size_t JobTable::active_count_for(const std::string& sender) const {
   return n;
 }
 
+void JobTable::cancel_all() {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, job] : jobs_) job->request_cancel();
+}
+
 std::vector<std::uint64_t> JobTable::prune(std::size_t keep) {
   std::lock_guard lock(mu_);
   std::vector<std::uint64_t> finished;

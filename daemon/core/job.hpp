@@ -80,6 +80,8 @@ class JobTable {
   std::shared_ptr<Job> find_active(JobKind kind, const std::string& target) const;
   std::size_t active_count() const;
   std::size_t active_count_for(const std::string& sender) const;
+  // Asks every unfinished job to stop (shutdown).
+  void cancel_all();
   // Forgets finished jobs beyond the newest `keep` (their bus objects go too).
   std::vector<std::uint64_t> prune(std::size_t keep);
 

@@ -1,0 +1,523 @@
+#include "daemon/core/broker.hpp"
+
+#include <algorithm>
+#include <regex>
+
+#include "catalog/atomic_file.hpp"
+#include "catalog/canonical_json.hpp"
+#include "catalog/tuf/updater.hpp"
+
+namespace epbrokerd::core {
+namespace {
+
+namespace fs = std::filesystem;
+using catalog::Errc;
+using catalog::fail;
+using catalog::Result;
+
+// Package names as the catalog allows them; checked before any lookup.
+bool valid_name(const std::string& name) {
+  static const std::regex re("[a-z0-9][a-z0-9._-]{0,63}");
+  return std::regex_match(name, re);
+}
+
+const std::vector<std::string> kPolicies = {"default",          "prefer_cpu",      "prefer_gpu",
+                                            "prefer_npu",       "max_performance", "max_efficiency",
+                                            "min_overall_power"};
+
+catalog::Version any_ort() { return catalog::parse_version("9999.0.0").value(); }
+
+nlohmann::json entry_json(const CatalogEntry& e) {
+  return {{"remote", e.remote},
+          {"target_path", e.target_path},
+          {"length", e.length},
+          {"custom", catalog::to_json(e.meta)}};
+}
+
+}  // namespace
+
+Broker::Broker(BrokerOptions options, BrokerListener* listener, store::Store store,
+               std::vector<hardware::Device> devices)
+    : options_(std::move(options)),
+      listener_(listener),
+      store_(std::move(store)),
+      devices_(std::move(devices)),
+      jobs_([this](const JobSnapshot& s) {
+        if (listener_) listener_->job_changed(s);
+      }),
+      sessions_(options_.config.daemon.max_sessions_per_client, [this](const SessionInfo& s) {
+        std::vector<store::LeaseId> leases;
+        {
+          std::lock_guard lock(mu_);
+          auto it = session_leases_.find(s.id);
+          if (it != session_leases_.end()) {
+            leases = std::move(it->second);
+            session_leases_.erase(it);
+          }
+        }
+        for (auto id : leases) store_.release_lease(id);
+      }) {}
+
+Result<std::unique_ptr<Broker>> Broker::create(BrokerOptions options, BrokerListener* listener) {
+  if (options.authorizer == nullptr || !options.fetcher_factory) {
+    return fail(Errc::invalid_argument, "broker needs an authorizer and a fetcher factory");
+  }
+  auto store = store::Store::open(options.config.paths.state_dir);
+  if (!store) return std::unexpected(store.error());
+  // Discovery problems leave the device list short, not the daemon down.
+  auto devices = hardware::discover(options.roots);
+  std::unique_ptr<Broker> b(
+      new Broker(std::move(options), listener, std::move(*store),
+                 devices ? std::move(*devices) : std::vector<hardware::Device>{}));
+  b->load_catalog_cache();
+  return b;
+}
+
+Broker::~Broker() {
+  stopping_.store(true);
+  jobs_.cancel_all();
+  std::lock_guard lock(threads_mu_);
+  threads_.clear();  // jthread joins each worker
+}
+
+void Broker::spawn(std::function<void()> work) {
+  std::lock_guard lock(threads_mu_);
+  threads_.emplace_back([w = std::move(work)] { w(); });
+}
+
+std::vector<hardware::Device> Broker::devices() const { return devices_; }
+
+// ---- catalog ------------------------------------------------------------------
+
+void Broker::load_catalog_cache() {
+  // The trusted TUF metadata under state/remotes/<name>/metadata is the truth;
+  // catalog.json is what the last successful refresh derived from it.
+  std::vector<CatalogEntry> entries;
+  for (const auto& remote : options_.config.remotes) {
+    const fs::path cache =
+        options_.config.paths.state_dir / "remotes" / remote.name / "catalog.json";
+    auto text = catalog::read_file(cache, 16 << 20);
+    if (!text) continue;
+    auto doc = catalog::parse_json(*text);
+    if (!doc || !doc->is_object() || !(*doc)["entries"].is_array()) continue;
+    for (const auto& e : (*doc)["entries"]) {
+      auto meta = catalog::parse_ep_metadata(e.value("custom", nlohmann::json()));
+      if (!meta) continue;
+      entries.push_back(
+          {remote.name, e.value("target_path", ""), e.value("length", 0ULL), std::move(*meta)});
+    }
+    revision_ = std::max<std::uint64_t>(revision_, (*doc).value("revision", 0ULL));
+    expires_ = (*doc).value("expires", "");
+  }
+  catalog_ = std::move(entries);
+}
+
+std::optional<CatalogEntry> Broker::best_entry(const std::string& name, std::string* reason) const {
+  const auto machine = hardware::to_machine_info(devices_);
+  std::optional<CatalogEntry> best;
+  std::lock_guard lock(mu_);
+  for (const auto& e : catalog_) {
+    if (e.meta.name != name) continue;
+    auto c = catalog::check_compatibility(machine, any_ort(), e.meta);
+    if (auto* ex = std::get_if<catalog::Exclusion>(&c)) {
+      if (reason && !best) *reason = ex->message;
+      continue;
+    }
+    if (!best || best->meta.version.value < e.meta.version.value) best = e;
+  }
+  return best;
+}
+
+ProviderView Broker::view_of(const CatalogEntry* entry,
+                             const std::optional<store::InstalledPackage>& installed) const {
+  ProviderView v;
+  const catalog::EpMetadata& m = installed ? installed->manifest.ep : entry->meta;
+  v.name = m.name;
+  v.ep_names = m.ep_names;
+  v.version = m.version.text;
+  v.vendor = m.vendor;
+  v.remote = entry ? entry->remote : "";
+  const auto machine = hardware::to_machine_info(devices_);
+  auto c = catalog::check_compatibility(machine, any_ort(), m);
+  if (auto* match = std::get_if<catalog::Match>(&c)) v.devices = match->device_ids;
+  if (installed) {
+    v.state = "ready";
+    v.size = installed->size_bytes();
+    v.library_path = installed->library_path().string();
+  } else if (auto* ex = std::get_if<catalog::Exclusion>(&c)) {
+    v.state = "incompatible";
+    v.reason = ex->message;
+    v.size = entry->length;
+  } else {
+    v.state = "available";
+    v.size = entry->length;
+  }
+  if (auto job = jobs_.find_active(JobKind::install, v.name); job && !installed) {
+    v.state = "installing";
+    v.job = job->id();
+  }
+  return v;
+}
+
+std::vector<ProviderView> Broker::providers() const {
+  std::vector<CatalogEntry> entries;
+  {
+    std::lock_guard lock(mu_);
+    entries = catalog_;
+  }
+  std::vector<ProviderView> out;
+  std::vector<std::string> seen;
+  // 1. Installed packages (newest version of each name).
+  for (const auto& p : store_.list()) {
+    const auto* entry = [&]() -> const CatalogEntry* {
+      for (const auto& e : entries) {
+        if (e.meta.name == p.name() && e.meta.version.text == p.version()) return &e;
+      }
+      return nullptr;
+    }();
+    out.push_back(view_of(entry, p));
+    seen.push_back(p.name() + "/" + p.version());
+  }
+  // 2. Catalog entries not installed.
+  for (const auto& e : entries) {
+    const std::string key = e.meta.name + "/" + e.meta.version.text;
+    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    out.push_back(view_of(&e, std::nullopt));
+  }
+  return out;
+}
+
+std::uint64_t Broker::catalog_revision() const {
+  std::lock_guard lock(mu_);
+  return revision_;
+}
+
+std::string Broker::catalog_expires() const {
+  std::lock_guard lock(mu_);
+  return expires_;
+}
+
+// ---- jobs ---------------------------------------------------------------------
+
+Result<std::uint64_t> Broker::ensure_provider(const RequestContext& ctx, const std::string& name) {
+  // 1. Arguments, then authority, then the catalog.
+  if (!valid_name(name)) return fail(Errc::invalid_argument, "invalid package name");
+  if (auto ok = options_.authorizer->check(ctx, Action::install); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::string reason;
+  auto entry = best_entry(name, &reason);
+  if (!entry) {
+    if (!reason.empty()) return fail(Errc::unsupported, name + ": " + reason);
+    return fail(Errc::not_found, "no trusted catalog lists a package named '" + name + "'");
+  }
+  // 2. One install per package however many callers ask.
+  if (auto running = jobs_.find_active(JobKind::install, name)) return running->id();
+  if (jobs_.active_count_for(ctx.sender) >= options_.config.daemon.max_jobs_per_client) {
+    return fail(Errc::busy, ctx.sender + " already runs the per-client maximum of jobs");
+  }
+  auto job = jobs_.create(JobKind::install, name, ctx);
+  // 3. Already installed: a job that is done at once, so callers wait the same way.
+  if (store_.find(entry->meta.name, entry->meta.version.text)) {
+    job->succeed();
+    return job->id();
+  }
+  spawn([this, job, e = std::move(*entry)] { run_install(job, e); });
+  return job->id();
+}
+
+namespace {
+
+// Counts bytes for a job's progress and stops the transfer on cancel.
+class ProgressFetcher : public catalog::tuf::Fetcher {
+ public:
+  ProgressFetcher(catalog::tuf::Fetcher& inner, Job& job, std::uint64_t total)
+      : inner_(inner), job_(job), total_(total) {}
+  Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
+                     const catalog::tuf::ChunkSink& sink) override {
+    return inner_.fetch(url, max_bytes, [&](std::span<const std::byte> chunk) -> Result<void> {
+      if (job_.cancel_requested()) return fail(Errc::cancelled, "cancelled");
+      done_ += chunk.size();
+      if (total_ > 0) job_.set_progress(std::min(done_, total_), total_);
+      return sink(chunk);
+    });
+  }
+
+ private:
+  catalog::tuf::Fetcher& inner_;
+  Job& job_;
+  std::uint64_t total_;
+  std::uint64_t done_ = 0;
+};
+
+const config::Remote* find_remote(const config::Config& c, const std::string& name) {
+  for (const auto& r : c.remotes) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config::Remote& r) {
+  catalog::tuf::UpdaterConfig u;
+  u.metadata_dir = c.paths.state_dir / "remotes" / r.name / "metadata";
+  u.metadata_base_url = r.primary.metadata_url;
+  u.target_base_url = r.primary.targets_url;
+  u.target_dir = c.paths.cache_dir / "downloads" / r.name;
+  return u;
+}
+
+// First use of a remote: trust its configured root.
+Result<void> ensure_trusted_root(const config::Remote& r, const fs::path& metadata_dir) {
+  if (fs::exists(metadata_dir / "root.json")) return {};
+  auto root = catalog::read_file(r.trusted_root, 512'000);
+  if (!root) return std::unexpected(root.error());
+  std::error_code ec;
+  fs::create_directories(metadata_dir, ec);
+  if (ec) return fail(Errc::io, "create " + metadata_dir.string() + ": " + ec.message());
+  return catalog::atomic_write_file(metadata_dir / "root.json", *root);
+}
+
+}  // namespace
+
+void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
+  const config::Remote* remote = find_remote(options_.config, entry.remote);
+  if (remote == nullptr) {
+    job->fail({Errc::not_found, "remote " + entry.remote + " is no longer configured"});
+    return;
+  }
+  // 1. Download: refresh (metadata older than its timestamp gets updated), then
+  //    stream the signed target to the cache, capped and hashed.
+  job->set_state(JobState::downloading);
+  job->set_progress(0, entry.length);
+  auto fetcher = options_.fetcher_factory(*remote);
+  ProgressFetcher progress(*fetcher, *job, entry.length);
+  auto ucfg = updater_config(options_.config, *remote);
+  if (auto ok = ensure_trusted_root(*remote, ucfg.metadata_dir); !ok) {
+    job->fail(ok.error());
+    return;
+  }
+  catalog::tuf::Updater updater(ucfg, progress);
+  auto info = updater.get_targetinfo(entry.target_path);
+  if (!info) {
+    job->fail(info.error());
+    return;
+  }
+  // The signed metadata at download time is what the package must match.
+  auto meta = catalog::parse_ep_metadata(info->custom);
+  if (!meta) {
+    job->fail(meta.error());
+    return;
+  }
+  auto file = updater.download_target(*info);
+  if (!file) {
+    job->fail(file.error());
+    return;
+  }
+  // 2. Verify + extract + commit through the store.
+  job->set_state(JobState::verifying);
+  auto installed =
+      store_.install(*file, *meta, [&](store::InstallPhase phase, std::uint64_t, std::uint64_t) {
+        if (phase != store::InstallPhase::extracting) job->set_state(JobState::installing);
+      });
+  std::error_code ec;
+  fs::remove(*file, ec);
+  if (!installed) {
+    job->fail(installed.error());
+    return;
+  }
+  job->set_progress(entry.length, entry.length);
+  job->succeed();
+  if (listener_) listener_->providers_changed();
+}
+
+Result<void> Broker::remove_provider(const RequestContext& ctx, const std::string& name) {
+  if (!valid_name(name)) return fail(Errc::invalid_argument, "invalid package name");
+  if (auto ok = options_.authorizer->check(ctx, Action::manage); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (store_.versions(name).empty()) return fail(Errc::not_found, name + " is not installed");
+  auto removed = store_.remove(name);
+  if (!removed) return std::unexpected(removed.error());
+  if (listener_) listener_->providers_changed();
+  return {};
+}
+
+Result<std::uint64_t> Broker::refresh(const RequestContext& ctx) {
+  if (auto ok = options_.authorizer->check(ctx, Action::manage); !ok) {
+    return std::unexpected(ok.error());
+  }
+  if (auto running = jobs_.find_active(JobKind::refresh, "")) return running->id();
+  auto job = jobs_.create(JobKind::refresh, "", ctx);
+  spawn([this, job] { run_refresh(job); });
+  return job->id();
+}
+
+Result<std::vector<CatalogEntry>> Broker::refresh_remote(const config::Remote& remote, Job& job) {
+  auto fetcher = options_.fetcher_factory(remote);
+  auto ucfg = updater_config(options_.config, remote);
+  if (auto ok = ensure_trusted_root(remote, ucfg.metadata_dir); !ok) {
+    return std::unexpected(ok.error());
+  }
+  catalog::tuf::Updater updater(ucfg, *fetcher);
+  if (job.cancel_requested()) return fail(Errc::cancelled, "cancelled");
+  auto targets = updater.all_targets();
+  if (!targets) return std::unexpected(targets.error());
+  std::vector<CatalogEntry> out;
+  for (const auto& t : *targets) {
+    // Targets without (valid) EP metadata are not providers; skipped.
+    if (t.custom.is_null() || !t.custom.contains("epbroker")) continue;
+    auto meta = catalog::parse_ep_metadata(t.custom);
+    if (!meta) continue;
+    out.push_back({remote.name, t.path, t.length, std::move(*meta)});
+  }
+  // Derived cache for the next start (see load_catalog_cache()).
+  const auto* ts = updater.trusted()->timestamp() ? &*updater.trusted()->timestamp() : nullptr;
+  nlohmann::json doc = {{"revision", updater.trusted()->snapshot()->signed_.version},
+                        {"expires", ts ? catalog::tuf::format_expires(ts->signed_.expires) : ""},
+                        {"entries", nlohmann::json::array()}};
+  for (const auto& e : out) doc["entries"].push_back(entry_json(e));
+  (void)catalog::atomic_write_file(
+      options_.config.paths.state_dir / "remotes" / remote.name / "catalog.json", doc.dump(1));
+  {
+    std::lock_guard lock(mu_);
+    revision_ = std::max(revision_, updater.trusted()->snapshot()->signed_.version);
+    if (ts) expires_ = catalog::tuf::format_expires(ts->signed_.expires);
+  }
+  return out;
+}
+
+void Broker::run_refresh(std::shared_ptr<Job> job) {
+  job->set_state(JobState::downloading);
+  std::vector<CatalogEntry> all;
+  std::optional<catalog::Error> first_error;
+  for (const auto& remote : options_.config.remotes) {
+    if (!remote.enabled) continue;
+    auto entries = refresh_remote(remote, *job);
+    if (!entries) {
+      if (!first_error) first_error = entries.error();
+      continue;
+    }
+    all.insert(all.end(), entries->begin(), entries->end());
+  }
+  if (first_error) {
+    job->fail(*first_error);
+    return;
+  }
+  std::uint64_t rev = 0;
+  {
+    std::lock_guard lock(mu_);
+    catalog_ = std::move(all);
+    rev = revision_;
+  }
+  job->succeed();
+  if (listener_) {
+    listener_->catalog_changed(rev);
+    listener_->providers_changed();
+  }
+}
+
+std::vector<VerifyResult> Broker::verify() const {
+  std::vector<VerifyResult> out;
+  auto report = store_.verify();
+  if (!report) return out;
+  for (const auto& p : store_.list()) {
+    VerifyResult r{p.name(), p.version(), true, ""};
+    for (const auto& d : report->damaged) {
+      if (d.package.name() == p.name() && d.package.version() == p.version()) {
+        r.ok = false;
+        for (const auto& problem : d.problems)
+          r.problem += (r.problem.empty() ? "" : "; ") + problem;
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// ---- sessions -------------------------------------------------------------------
+
+Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
+                                             const SessionRequest& request) {
+  // 1. Validate everything before touching anything.
+  if (std::find(kPolicies.begin(), kPolicies.end(), request.policy) == kPolicies.end()) {
+    return fail(Errc::invalid_argument, "unknown policy '" + request.policy + "'");
+  }
+  std::optional<catalog::Version> app_ort;
+  if (!request.ort_version.empty()) {
+    auto v = catalog::parse_version(request.ort_version);
+    if (!v) return fail(Errc::invalid_argument, "ort_version: " + v.error().message);
+    app_ort = *v;
+  }
+  if (request.providers.size() > 64) return fail(Errc::invalid_argument, "too many providers");
+  for (const auto& n : request.providers) {
+    if (!valid_name(n)) return fail(Errc::invalid_argument, "invalid provider name");
+  }
+  if (sessions_.count_for(ctx.sender) >= options_.config.daemon.max_sessions_per_client) {
+    return fail(Errc::busy, ctx.sender + " holds the per-client maximum of sessions");
+  }
+  // 2. Which providers: asked-for ones, or every one the catalog or store knows.
+  std::vector<ProviderView> candidates = providers();
+  SessionGrant grant;
+  std::vector<store::LeaseId> leases;
+  std::vector<std::string> lease_names;
+  const auto machine = hardware::to_machine_info(devices_);
+  for (auto& v : candidates) {
+    if (!request.providers.empty() && std::find(request.providers.begin(), request.providers.end(),
+                                                v.name) == request.providers.end()) {
+      continue;
+    }
+    if (app_ort && v.state != "incompatible") {
+      // The app's ORT against the package's minimum.
+      auto pkg = store_.find(v.name, v.version);
+      std::optional<catalog::EpMetadata> meta;
+      if (pkg) meta = pkg->manifest.ep;
+      if (meta && meta->ort_min.value > *app_ort) {
+        v.state = "incompatible";
+        v.reason =
+            "needs ONNX Runtime >= " + meta->ort_min.text + ", app has " + request.ort_version;
+        v.library_path.clear();
+      }
+    }
+    if (v.state == "ready") {
+      auto lease = store_.acquire_lease(v.name, v.version, ctx.sender);
+      if (!lease) continue;
+      leases.push_back(*lease);
+      lease_names.push_back(v.name + "/" + v.version);
+    } else if (v.state == "available" && request.download) {
+      auto job = ensure_provider(ctx, v.name);
+      if (job) {
+        v.state = "installing";
+        v.job = *job;
+      } else {
+        v.reason = job.error().message;
+      }
+    }
+    grant.providers.push_back(std::move(v));
+  }
+  (void)machine;
+  // 3. The lease itself.
+  auto id = sessions_.open(ctx, lease_names);
+  if (!id) {
+    for (auto l : leases) store_.release_lease(l);
+    return std::unexpected(id.error());
+  }
+  {
+    std::lock_guard lock(mu_);
+    session_leases_[*id] = std::move(leases);
+  }
+  grant.session = *id;
+  return grant;
+}
+
+Result<void> Broker::release_session(const RequestContext& ctx, std::uint64_t id) {
+  return sessions_.release(ctx, id);
+}
+
+std::vector<std::uint64_t> Broker::client_vanished(const std::string& sender) {
+  return sessions_.owner_vanished(sender);
+}
+
+bool Broker::idle() const { return jobs_.active_count() == 0 && sessions_.count() == 0; }
+
+}  // namespace epbrokerd::core

@@ -1,0 +1,157 @@
+// The broker core: what the bus API does, as plain C++ (no sdbus). The D-Bus
+// layer converts arguments, calls these methods with a RequestContext, and
+// forwards BrokerListener events as signals and PropertiesChanged.
+//
+// Threading: every public method may be called from the bus thread; installs
+// and refreshes run on worker threads owned by the broker; listener callbacks
+// come from either.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "catalog/compat.hpp"
+#include "catalog/ep_metadata.hpp"
+#include "catalog/error.hpp"
+#include "catalog/tuf/fetcher.hpp"
+#include "daemon/config/config.hpp"
+#include "daemon/core/authorizer.hpp"
+#include "daemon/core/job.hpp"
+#include "daemon/core/request_context.hpp"
+#include "daemon/core/session_registry.hpp"
+#include "daemon/hardware/device.hpp"
+#include "daemon/hardware/discovery.hpp"
+#include "daemon/store/store.hpp"
+
+namespace epbrokerd::core {
+
+// One package a trusted catalog lists.
+struct CatalogEntry {
+  std::string remote;
+  std::string target_path;
+  std::uint64_t length = 0;
+  catalog::EpMetadata meta;
+};
+
+struct ProviderView {
+  std::string name;
+  std::vector<std::string> ep_names;
+  std::string version;
+  std::string vendor;
+  std::string state;  // ready | available | installing | incompatible
+  std::vector<std::string> devices;
+  std::uint64_t size = 0;
+  std::string library_path;  // ready only
+  std::string reason;        // incompatible only
+  std::string remote;
+  std::uint64_t job = 0;  // installing only
+};
+
+struct SessionRequest {
+  std::string policy = "default";
+  std::string ort_version;             // the app's ORT, e.g. "1.30.0"; "" = not checked
+  std::vector<std::string> providers;  // empty: every compatible one
+  bool download = false;
+};
+
+struct SessionGrant {
+  std::uint64_t session = 0;
+  std::vector<ProviderView> providers;
+};
+
+struct VerifyResult {
+  std::string name;
+  std::string version;
+  bool ok = true;
+  std::string problem;
+};
+
+class BrokerListener {
+ public:
+  virtual ~BrokerListener() = default;
+  virtual void job_changed(const JobSnapshot& job) = 0;
+  virtual void providers_changed() = 0;
+  virtual void catalog_changed(std::uint64_t revision) = 0;
+};
+
+using FetcherFactory =
+    std::function<std::unique_ptr<catalog::tuf::Fetcher>(const config::Remote& remote)>;
+
+struct BrokerOptions {
+  config::Config config;
+  hardware::Roots roots;
+  FetcherFactory fetcher_factory;
+  Authorizer* authorizer = nullptr;  // required; outlives the broker
+};
+
+class Broker {
+ public:
+  static catalog::Result<std::unique_ptr<Broker>> create(BrokerOptions options,
+                                                         BrokerListener* listener);
+  ~Broker();  // cancels jobs and joins their threads
+
+  std::vector<hardware::Device> devices() const;
+  std::vector<ProviderView> providers() const;
+
+  // Install NAME's newest compatible version (org.epbroker.install). Returns
+  // the job id; an install already running for NAME is returned, not repeated.
+  catalog::Result<std::uint64_t> ensure_provider(const RequestContext& ctx,
+                                                 const std::string& name);
+  // Remove every installed version of NAME (org.epbroker.manage); Errc::busy
+  // while a session leases one.
+  catalog::Result<void> remove_provider(const RequestContext& ctx, const std::string& name);
+  // TUF refresh of every remote, as a job (org.epbroker.manage).
+  catalog::Result<std::uint64_t> refresh(const RequestContext& ctx);
+  std::vector<VerifyResult> verify() const;
+
+  catalog::Result<SessionGrant> request_session(const RequestContext& ctx,
+                                                const SessionRequest& request);
+  catalog::Result<void> release_session(const RequestContext& ctx, std::uint64_t id);
+  // The client left the bus: its sessions end.
+  std::vector<std::uint64_t> client_vanished(const std::string& sender);
+
+  bool idle() const;  // no active job and no session
+  std::uint64_t catalog_revision() const;
+  std::string catalog_expires() const;
+  JobTable& jobs() { return jobs_; }
+  const SessionRegistry& sessions() const { return sessions_; }
+  const config::Config& config() const { return options_.config; }
+
+ private:
+  Broker(BrokerOptions options, BrokerListener* listener, store::Store store,
+         std::vector<hardware::Device> devices);
+  void run_install(std::shared_ptr<Job> job, CatalogEntry entry);
+  void run_refresh(std::shared_ptr<Job> job);
+  catalog::Result<std::vector<CatalogEntry>> refresh_remote(const config::Remote& remote, Job& job);
+  std::optional<CatalogEntry> best_entry(const std::string& name, std::string* reason) const;
+  ProviderView view_of(const CatalogEntry* entry,
+                       const std::optional<store::InstalledPackage>& installed) const;
+  void load_catalog_cache();
+  void spawn(std::function<void()> work);
+
+  BrokerOptions options_;
+  BrokerListener* listener_;
+  mutable std::mutex mu_;  // guards catalog_, revision_, expires_, session_leases_
+  store::Store store_;
+  std::vector<hardware::Device> devices_;
+  std::vector<CatalogEntry> catalog_;
+  std::uint64_t revision_ = 0;
+  std::string expires_;
+  std::map<std::uint64_t, std::vector<store::LeaseId>> session_leases_;
+  JobTable jobs_;
+  SessionRegistry sessions_;
+  std::mutex threads_mu_;
+  std::vector<std::jthread> threads_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace epbrokerd::core
