@@ -1,0 +1,714 @@
+#include "daemon/config/config.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <initializer_list>
+#include <map>
+#include <set>
+#include <system_error>
+#include <utility>
+
+#include "catalog/text.hpp"
+
+namespace epbrokerd::config {
+namespace {
+
+namespace fs = std::filesystem;
+using catalog::Errc;
+using catalog::fail;
+using catalog::quote_for_message;
+
+constexpr std::uint64_t kMaxIdleTimeout = 604800;        // a week
+constexpr std::uint64_t kMinRefreshInterval = 60;        // when not 0
+constexpr std::uint64_t kMaxRefreshInterval = 31536000;  // a year
+constexpr std::uint64_t kMaxSessionsPerClient = 4096;
+constexpr std::uint64_t kMaxJobsPerClient = 256;
+constexpr int kMinPriority = -1000;
+constexpr int kMaxPriority = 1000;
+constexpr std::size_t kMaxBusAddressBytes = 4096;
+
+// ---- reading -------------------------------------------------------------------
+
+// The file's bytes; std::nullopt if it does not exist.
+Result<std::optional<std::string>> read_config_file(const fs::path& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return std::optional<std::string>();
+    return fail(Errc::io, path.string() + ": cannot open: " + std::strerror(errno));
+  }
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return fail(Errc::io, path.string() + ": cannot stat: " + std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) return fail(Errc::io, path.string() + ": not a regular file");
+  std::string bytes;
+  char buf[8192];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(Errc::io, path.string() + ": cannot read: " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    bytes.append(buf, static_cast<std::size_t>(n));
+    if (bytes.size() > kMaxFileBytes) {
+      return fail(Errc::too_large,
+                  path.string() + ": larger than " + std::to_string(kMaxFileBytes) + " bytes");
+    }
+  }
+  return std::optional<std::string>(std::move(bytes));
+}
+
+// ---- INI syntax ----------------------------------------------------------------
+
+struct Entry {
+  std::string key;
+  std::string value;
+  std::size_t line = 0;
+};
+
+struct Section {
+  std::string name;
+  std::size_t line = 0;
+  std::vector<Entry> entries;
+};
+
+std::string at(const std::string& file, std::size_t line) {
+  return file + ":" + std::to_string(line) + ": ";
+}
+
+std::string_view trim(std::string_view s) {
+  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
+
+bool is_key(std::string_view s) {
+  return !s.empty() &&
+         std::all_of(s.begin(), s.end(), [](char c) { return is_lower_alnum(c) || c == '_'; });
+}
+
+std::string hex_byte(unsigned char c) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  return std::string("0x") + kDigits[c >> 4] + kDigits[c & 0xf];
+}
+
+// Splits `text` into sections; only `allowed` section names are accepted. `hint` is
+// added to the message for an unknown section.
+Result<std::vector<Section>> parse_ini(std::string_view text, const std::string& file,
+                                       std::initializer_list<std::string_view> allowed,
+                                       std::string_view hint) {
+  std::vector<Section> sections;
+  std::size_t line_no = 0;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    ++line_no;
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view raw = text.substr(pos, end - pos);
+    pos = end + 1;
+    const std::string loc = at(file, line_no);
+
+    if (raw.size() > kMaxLineBytes) {
+      return fail(Errc::bad_field,
+                  loc + "line longer than " + std::to_string(kMaxLineBytes) + " bytes");
+    }
+    for (const char ch : raw) {
+      const auto c = static_cast<unsigned char>(ch);
+      if (c == '\r') {
+        return fail(Errc::bad_field, loc + "carriage return (CRLF line ends are not accepted)");
+      }
+      if ((c < 0x20 && c != '\t') || c == 0x7f) {
+        return fail(Errc::bad_field, loc + "control character " + hex_byte(c));
+      }
+    }
+    if (!catalog::utf8_length(raw)) return fail(Errc::bad_field, loc + "not valid UTF-8");
+
+    const std::string_view line = trim(raw);
+    if (line.empty() || line.front() == '#' || line.front() == ';') continue;
+
+    if (line.front() == '[') {
+      if (line.back() != ']' || line.size() < 3) {
+        return fail(Errc::bad_field, loc + "malformed section header " + quote_for_message(line));
+      }
+      const std::string_view name = line.substr(1, line.size() - 2);
+      if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        std::string msg =
+            loc + "unknown section " + quote_for_message("[" + std::string(name) + "]");
+        if (!hint.empty()) msg += std::string(" (") + std::string(hint) + ")";
+        return fail(Errc::bad_field, msg);
+      }
+      for (const Section& s : sections) {
+        if (s.name == name) {
+          return fail(Errc::bad_field, loc + "section [" + std::string(name) +
+                                           "] given twice (first at line " +
+                                           std::to_string(s.line) + ")");
+        }
+      }
+      sections.push_back(Section{std::string(name), line_no, {}});
+      continue;
+    }
+
+    const std::size_t eq = line.find('=');
+    if (eq == std::string_view::npos) {
+      return fail(Errc::bad_field, loc + "expected \"key = value\" or \"[section]\", got " +
+                                       quote_for_message(line));
+    }
+    const std::string_view key = trim(line.substr(0, eq));
+    const std::string_view value = trim(line.substr(eq + 1));
+    if (!is_key(key)) {
+      return fail(Errc::bad_field,
+                  loc + "invalid key " + quote_for_message(key) + " (expected [a-z0-9_]+)");
+    }
+    if (sections.empty()) {
+      return fail(Errc::bad_field, loc + std::string(key) + ": key outside any section");
+    }
+    Section& current = sections.back();
+    for (const Entry& e : current.entries) {
+      if (e.key == key) {
+        return fail(Errc::bad_field, loc + std::string(key) +
+                                         ": duplicate key (first set at line " +
+                                         std::to_string(e.line) + ")");
+      }
+    }
+    current.entries.push_back(Entry{std::string(key), std::string(value), line_no});
+  }
+  return sections;
+}
+
+// ---- values --------------------------------------------------------------------
+
+// Error message prefix for a value: "FILE:LINE: KEY: ".
+std::string at_key(const std::string& file, const Entry& e) {
+  return at(file, e.line) + e.key + ": ";
+}
+
+std::optional<std::uint64_t> parse_uint(std::string_view s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  if (!std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  std::uint64_t v = 0;
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || ptr != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+Result<std::uint64_t> uint_in(std::string_view value, std::uint64_t lo, std::uint64_t hi,
+                              const std::string& prefix) {
+  const auto v = parse_uint(value);
+  if (!v || *v < lo || *v > hi) {
+    return fail(Errc::bad_field, prefix + "expected an integer in " + std::to_string(lo) + ".." +
+                                     std::to_string(hi) + ", got " + quote_for_message(value));
+  }
+  return *v;
+}
+
+Result<int> int_in(std::string_view value, int lo, int hi, const std::string& prefix) {
+  const bool negative = !value.empty() && value.front() == '-';
+  const auto mag = parse_uint(negative ? value.substr(1) : value);
+  const auto bad = [&] {
+    return fail(Errc::bad_field, prefix + "expected an integer in " + std::to_string(lo) + ".." +
+                                     std::to_string(hi) + ", got " + quote_for_message(value));
+  };
+  if (!mag || *mag > 1000000) return bad();
+  const long long v = negative ? -static_cast<long long>(*mag) : static_cast<long long>(*mag);
+  if (v < lo || v > hi) return bad();
+  return static_cast<int>(v);
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+Result<bool> parse_bool(std::string_view value, const std::string& prefix) {
+  const std::string v = lower(value);
+  if (v == "1" || v == "yes" || v == "true" || v == "on") return true;
+  if (v == "0" || v == "no" || v == "false" || v == "off") return false;
+  return fail(Errc::bad_field, prefix +
+                                   "expected a boolean (yes/no, true/false, on/off, 1/0), got " +
+                                   quote_for_message(value));
+}
+
+bool is_group_name(std::string_view s) {
+  if (s.empty() || s.size() > 32) return false;
+  if (!((s.front() >= 'a' && s.front() <= 'z') || s.front() == '_')) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return is_lower_alnum(c) || c == '_' || c == '-'; });
+}
+
+bool is_remote_name(std::string_view s) {
+  if (s.empty() || s.size() > 32 || !is_lower_alnum(s.front())) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) { return is_lower_alnum(c) || c == '-'; });
+}
+
+// Checks a base URL (see the header); returns it with a trailing '/'. The message of
+// an error has no location (the caller adds it).
+Result<std::string> check_url(std::string_view url, bool allow_http) {
+  if (url.empty()) return fail(Errc::bad_field, "empty URL");
+  if (url.size() > kMaxUrlBytes) {
+    return fail(Errc::bad_field, "URL longer than " + std::to_string(kMaxUrlBytes) + " bytes");
+  }
+  std::string_view rest;
+  if (url.starts_with("https://")) {
+    rest = url.substr(8);
+  } else if (url.starts_with("http://")) {
+    if (!allow_http) {
+      return fail(Errc::bad_field,
+                  quote_for_message(url, 200) +
+                      ": http:// URL needs allow_http = true (https:// otherwise)");
+    }
+    rest = url.substr(7);
+  } else {
+    return fail(Errc::bad_field, quote_for_message(url, 200) +
+                                     ": scheme must be https:// (or http:// with allow_http)");
+  }
+  for (const char ch : url) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c <= 0x20 || c >= 0x7f) {
+      return fail(Errc::bad_field, quote_for_message(url, 200) +
+                                       ": space or non-ASCII character (percent-encode it)");
+    }
+    if (c == '?' || c == '#') {
+      return fail(Errc::bad_field,
+                  quote_for_message(url, 200) + ": a base URL has no query or fragment");
+    }
+    if (std::strchr("\"<>\\^`{|}", c) != nullptr) {
+      return fail(Errc::bad_field, quote_for_message(url, 200) + ": character '" +
+                                       std::string(1, ch) + "' not allowed in a URL");
+    }
+  }
+  const std::string_view authority = rest.substr(0, rest.find('/'));
+  if (authority.find('@') != std::string_view::npos) {
+    return fail(Errc::bad_field,
+                quote_for_message(url, 200) + ": credentials in URLs are not accepted");
+  }
+  std::string_view host = authority;
+  std::string_view port;
+  if (authority.starts_with('[')) {
+    const std::size_t close = authority.find(']');
+    if (close == std::string_view::npos) {
+      return fail(Errc::bad_field, quote_for_message(url, 200) + ": unterminated IPv6 literal");
+    }
+    host = authority.substr(1, close - 1);
+    const std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') {
+        return fail(Errc::bad_field, quote_for_message(url, 200) + ": bad host");
+      }
+      port = after.substr(1);
+      if (port.empty()) return fail(Errc::bad_field, quote_for_message(url, 200) + ": bad port");
+    }
+    const bool ok = !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
+      return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
+    });
+    if (!ok) return fail(Errc::bad_field, quote_for_message(url, 200) + ": bad IPv6 literal");
+  } else {
+    if (const std::size_t colon = authority.rfind(':'); colon != std::string_view::npos) {
+      host = authority.substr(0, colon);
+      port = authority.substr(colon + 1);
+      if (port.empty()) return fail(Errc::bad_field, quote_for_message(url, 200) + ": bad port");
+    }
+    const bool ok = !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+    });
+    if (!ok) return fail(Errc::bad_field, quote_for_message(url, 200) + ": missing or bad host");
+  }
+  if (!port.empty()) {
+    const auto p = parse_uint(port);
+    if (!p || *p == 0 || *p > 65535) {
+      return fail(Errc::bad_field, quote_for_message(url, 200) + ": bad port");
+    }
+  }
+  std::string out(url);
+  if (out.back() != '/') out += '/';
+  return out;
+}
+
+// ---- sections ------------------------------------------------------------------
+
+Result<void> apply_daemon_section(const Section& section, const std::string& file,
+                                  DaemonSettings& d) {
+  for (const Entry& e : section.entries) {
+    const std::string prefix = at_key(file, e);
+    if (e.key == "idle_timeout_sec") {
+      auto v = uint_in(e.value, 0, kMaxIdleTimeout, prefix);
+      if (!v) return std::unexpected(v.error());
+      d.idle_timeout = std::chrono::seconds(*v);
+    } else if (e.key == "refresh_interval_sec") {
+      auto v = uint_in(e.value, 0, kMaxRefreshInterval, prefix);
+      if (!v) return std::unexpected(v.error());
+      if (*v != 0 && *v < kMinRefreshInterval) {
+        return fail(Errc::bad_field, prefix + "expected 0 (no automatic refresh) or " +
+                                         std::to_string(kMinRefreshInterval) + ".." +
+                                         std::to_string(kMaxRefreshInterval) + ", got " +
+                                         quote_for_message(e.value));
+      }
+      d.refresh_interval = std::chrono::seconds(*v);
+    } else if (e.key == "max_sessions_per_client") {
+      auto v = uint_in(e.value, 1, kMaxSessionsPerClient, prefix);
+      if (!v) return std::unexpected(v.error());
+      d.max_sessions_per_client = static_cast<std::size_t>(*v);
+    } else if (e.key == "max_jobs_per_client") {
+      auto v = uint_in(e.value, 1, kMaxJobsPerClient, prefix);
+      if (!v) return std::unexpected(v.error());
+      d.max_jobs_per_client = static_cast<std::size_t>(*v);
+    } else if (e.key == "install_group") {
+      if (!e.value.empty() && !is_group_name(e.value)) {
+        return fail(Errc::bad_field, prefix + "not a group name ([a-z_][a-z0-9_-]{0,31}): " +
+                                         quote_for_message(e.value));
+      }
+      d.install_group = e.value;
+    } else if (e.key == "log_level") {
+      auto v = parse_log_level(e.value);
+      if (!v) return fail(Errc::bad_field, prefix + v.error().message);
+      d.log_level = *v;
+    } else {
+      return fail(Errc::bad_field, prefix + "unknown key in [daemon]");
+    }
+  }
+  return {};
+}
+
+Result<Remote> parse_remote_section(const Section& section, const std::string& file,
+                                    const fs::path& config_dir) {
+  const Entry* name = nullptr;
+  const Entry* metadata_url = nullptr;
+  const Entry* targets_url = nullptr;
+  const Entry* mirrors = nullptr;
+  const Entry* trusted_root = nullptr;
+  Remote r;
+  for (const Entry& e : section.entries) {
+    const std::string prefix = at_key(file, e);
+    if (e.key == "name") {
+      name = &e;
+    } else if (e.key == "metadata_url") {
+      metadata_url = &e;
+    } else if (e.key == "targets_url") {
+      targets_url = &e;
+    } else if (e.key == "mirrors") {
+      mirrors = &e;
+    } else if (e.key == "trusted_root") {
+      trusted_root = &e;
+    } else if (e.key == "allow_http") {
+      auto v = parse_bool(e.value, prefix);
+      if (!v) return std::unexpected(v.error());
+      r.allow_http = *v;
+    } else if (e.key == "enabled") {
+      auto v = parse_bool(e.value, prefix);
+      if (!v) return std::unexpected(v.error());
+      r.enabled = *v;
+    } else if (e.key == "priority") {
+      auto v = int_in(e.value, kMinPriority, kMaxPriority, prefix);
+      if (!v) return std::unexpected(v.error());
+      r.priority = *v;
+    } else {
+      return fail(Errc::bad_field, prefix + "unknown key in [remote]");
+    }
+  }
+  const std::pair<const Entry*, std::string_view> required[] = {{name, "name"},
+                                                                {metadata_url, "metadata_url"},
+                                                                {targets_url, "targets_url"},
+                                                                {trusted_root, "trusted_root"}};
+  for (const auto& [entry, key] : required) {
+    if (entry == nullptr) {
+      return fail(Errc::bad_field,
+                  at(file, section.line) + std::string(key) + ": missing (required in [remote])");
+    }
+  }
+
+  if (!is_remote_name(name->value)) {
+    return fail(Errc::bad_field, at_key(file, *name) + "expected [a-z0-9][a-z0-9-]{0,31}, got " +
+                                     quote_for_message(name->value));
+  }
+  r.name = name->value;
+
+  const auto url = [&](const Entry& e) -> Result<std::string> {
+    auto u = check_url(e.value, r.allow_http);
+    if (!u) return fail(Errc::bad_field, at_key(file, e) + u.error().message);
+    return u;
+  };
+  auto m = url(*metadata_url);
+  if (!m) return std::unexpected(m.error());
+  auto t = url(*targets_url);
+  if (!t) return std::unexpected(t.error());
+  r.primary = Mirror{std::move(*m), std::move(*t)};
+
+  if (mirrors != nullptr) {
+    std::set<std::string> seen;
+    std::string_view rest = mirrors->value;
+    while (!(rest = trim(rest)).empty()) {
+      const std::size_t end = rest.find_first_of(" \t");
+      const std::string_view one = rest.substr(0, end);
+      rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+      auto base = check_url(one, r.allow_http);
+      if (!base) return fail(Errc::bad_field, at_key(file, *mirrors) + base.error().message);
+      if (!seen.insert(*base).second) {
+        return fail(Errc::bad_field, at_key(file, *mirrors) + "mirror " +
+                                         quote_for_message(one, 200) + " listed twice");
+      }
+      if (r.mirrors.size() == kMaxMirrors) {
+        return fail(Errc::bad_field, at_key(file, *mirrors) + "more than " +
+                                         std::to_string(kMaxMirrors) + " mirrors");
+      }
+      r.mirrors.push_back(Mirror{*base + "metadata/", *base + "targets/"});
+    }
+  }
+
+  const std::string& root = trusted_root->value;
+  if (root.empty()) {
+    return fail(Errc::bad_field, at_key(file, *trusted_root) + "empty path");
+  }
+  if (root.size() > kMaxPathBytes) {
+    return fail(Errc::bad_field, at_key(file, *trusted_root) + "path longer than " +
+                                     std::to_string(kMaxPathBytes) + " bytes");
+  }
+  const fs::path root_path(root);
+  r.trusted_root =
+      root_path.is_absolute() ? root_path : (config_dir / root_path).lexically_normal();
+  return r;
+}
+
+}  // namespace
+
+std::string_view to_string(LogLevel level) {
+  switch (level) {
+    case LogLevel::trace:
+      return "trace";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::error:
+      return "error";
+  }
+  return "info";
+}
+
+Result<LogLevel> parse_log_level(std::string_view text) {
+  for (const LogLevel l :
+       {LogLevel::trace, LogLevel::debug, LogLevel::info, LogLevel::warn, LogLevel::error}) {
+    if (text == to_string(l)) return l;
+  }
+  return fail(Errc::bad_field,
+              "expected trace, debug, info, warn or error, got " + quote_for_message(text));
+}
+
+Result<Config> load_config(const Paths& paths) {
+  Config config;
+  config.paths = paths;
+
+  // epbroker.conf
+  const fs::path main_file = paths.config_dir / kConfigFileName;
+  auto main_bytes = read_config_file(main_file);
+  if (!main_bytes) return std::unexpected(main_bytes.error());
+  if (*main_bytes) {
+    auto sections = parse_ini(**main_bytes, main_file.string(), {"daemon"},
+                              "epbroker.conf has only [daemon]; remotes go in remotes.d/*.conf");
+    if (!sections) return std::unexpected(sections.error());
+    for (const Section& s : *sections) {
+      auto ok = apply_daemon_section(s, main_file.string(), config.daemon);
+      if (!ok) return std::unexpected(ok.error());
+    }
+  }
+
+  // remotes.d/*.conf
+  const fs::path remotes_dir = paths.config_dir / kRemotesDirName;
+  std::error_code ec;
+  const fs::file_status st = fs::status(remotes_dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) {
+    return fail(Errc::io, remotes_dir.string() + ": " + ec.message());
+  }
+  if (fs::exists(st)) {
+    if (!fs::is_directory(st)) return fail(Errc::io, remotes_dir.string() + ": not a directory");
+    std::vector<fs::path> files;
+    fs::directory_iterator it(remotes_dir, ec);
+    for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+      const std::string fname = it->path().filename().string();
+      if (fname.starts_with('.') || !fname.ends_with(".conf")) continue;
+      if (files.size() == kMaxRemoteFiles) {
+        return fail(Errc::too_many, remotes_dir.string() + ": more than " +
+                                        std::to_string(kMaxRemoteFiles) + " *.conf files");
+      }
+      files.push_back(it->path());
+    }
+    if (ec) return fail(Errc::io, remotes_dir.string() + ": cannot list: " + ec.message());
+    std::sort(files.begin(), files.end());
+
+    std::map<std::string, std::string> where_defined;  // name -> "file:line"
+    for (const fs::path& f : files) {
+      const std::string file = f.string();
+      auto bytes = read_config_file(f);
+      if (!bytes) return std::unexpected(bytes.error());
+      if (!*bytes) continue;  // removed while we listed
+      auto sections = parse_ini(**bytes, file, {"remote"}, "a remotes.d file has one [remote]");
+      if (!sections) return std::unexpected(sections.error());
+      if (sections->empty()) {
+        return fail(Errc::bad_field, at(file, 1) + "no [remote] section in this file");
+      }
+      auto remote = parse_remote_section(sections->front(), file, paths.config_dir);
+      if (!remote) return std::unexpected(remote.error());
+      const Section& s = sections->front();
+      const auto name_entry = std::find_if(s.entries.begin(), s.entries.end(),
+                                           [](const Entry& e) { return e.key == "name"; });
+      const std::string here = at(file, name_entry->line);
+      const auto [prev, inserted] =
+          where_defined.emplace(remote->name, here.substr(0, here.size() - 2));
+      if (!inserted) {
+        return fail(Errc::bad_field, here + "name: remote " + quote_for_message(remote->name) +
+                                         " already defined at " + prev->second);
+      }
+      remote->source = f;
+      config.remotes.push_back(std::move(*remote));
+    }
+  }
+  std::stable_sort(config.remotes.begin(), config.remotes.end(),
+                   [](const Remote& a, const Remote& b) {
+                     if (a.priority != b.priority) return a.priority > b.priority;
+                     return a.name < b.name;
+                   });
+  return config;
+}
+
+// ---- command line --------------------------------------------------------------
+
+std::string usage() {
+  return "Usage: epbrokerd [OPTION]...\n"
+         "The epbroker daemon: brokers ONNX Runtime execution provider packages from\n"
+         "signed catalogs over D-Bus (org.epbroker.Broker1). Normally started by D-Bus\n"
+         "activation through systemd (epbrokerd.service).\n"
+         "\n"
+         "Options (every one also accepts --option=VALUE):\n"
+         "  --config-dir DIR    configuration: DIR/epbroker.conf, DIR/remotes.d/*.conf\n"
+         "                      (default /etc/epbroker)\n"
+         "  --state-dir DIR     trusted metadata and the package store\n"
+         "                      (default /var/lib/epbroker)\n"
+         "  --cache-dir DIR     partial downloads (default /var/cache/epbroker)\n"
+         "  --sysfs-root DIR    where sysfs is mounted (default /sys)\n"
+         "  --procfs-root DIR   where procfs is mounted (default /proc)\n"
+         "  --bus-address ADDR  D-Bus address to serve on instead of the system bus\n"
+         "                      (default: $EPBROKER_BUS_ADDRESS if set)\n"
+         "  --idle-timeout SEC  exit after SEC idle seconds, 0 = never (overrides\n"
+         "                      idle_timeout_sec of epbroker.conf)\n"
+         "  --log-level LEVEL   trace, debug, info, warn or error (overrides log_level)\n"
+         "  -h, --help          print this help and exit\n"
+         "  --version           print the version and exit\n";
+}
+
+Result<Options> parse_command_line(int argc, const char* const* argv) {
+  Options o;
+  std::set<std::string, std::less<>> seen;
+  const auto bad = [](std::string msg) {
+    return fail(Errc::invalid_argument, std::move(msg) + " (see --help)");
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i] != nullptr ? argv[i] : "";
+    std::string_view flag = arg;
+    std::optional<std::string_view> value;
+    if (arg.starts_with("--")) {
+      if (const std::size_t eq = arg.find('='); eq != std::string_view::npos) {
+        flag = arg.substr(0, eq);
+        value = arg.substr(eq + 1);
+      }
+    } else if (arg != "-h") {
+      return bad("unexpected argument " + quote_for_message(arg));
+    }
+    if (flag == "--help" || flag == "-h" || flag == "--version") {
+      if (value) return bad(std::string(flag) + " takes no value");
+      (flag == "--version" ? o.version : o.help) = true;
+      return o;
+    }
+    static constexpr std::string_view kWithValue[] = {
+        "--config-dir",  "--state-dir",   "--cache-dir",    "--sysfs-root",
+        "--procfs-root", "--bus-address", "--idle-timeout", "--log-level"};
+    if (std::find(std::begin(kWithValue), std::end(kWithValue), flag) == std::end(kWithValue)) {
+      return bad("unknown option " + quote_for_message(flag));
+    }
+    if (!value) {
+      if (i + 1 >= argc || argv[i + 1] == nullptr ||
+          std::string_view(argv[i + 1]).starts_with("--")) {
+        return bad(std::string(flag) + " needs a value");
+      }
+      value = argv[++i];
+    }
+    if (value->empty()) return bad(std::string(flag) + ": empty value");
+    if (!seen.insert(std::string(flag)).second) return bad(std::string(flag) + " given twice");
+
+    const auto dir = [&](fs::path& out) -> Result<void> {
+      if (value->size() > kMaxPathBytes) return bad(std::string(flag) + ": path too long");
+      std::error_code ec;
+      fs::path p = fs::absolute(fs::path(*value), ec);
+      if (ec) return bad(std::string(flag) + ": " + ec.message());
+      out = p.lexically_normal();
+      return {};
+    };
+    Result<void> ok;
+    if (flag == "--config-dir") {
+      ok = dir(o.paths.config_dir);
+    } else if (flag == "--state-dir") {
+      ok = dir(o.paths.state_dir);
+    } else if (flag == "--cache-dir") {
+      ok = dir(o.paths.cache_dir);
+    } else if (flag == "--sysfs-root") {
+      ok = dir(o.paths.sysfs_root);
+    } else if (flag == "--procfs-root") {
+      ok = dir(o.paths.procfs_root);
+    } else if (flag == "--bus-address") {
+      if (value->size() > kMaxBusAddressBytes) return bad("--bus-address: too long");
+      o.bus_address = std::string(*value);
+    } else if (flag == "--idle-timeout") {
+      auto v = uint_in(*value, 0, kMaxIdleTimeout, "--idle-timeout: ");
+      if (!v) return fail(Errc::invalid_argument, v.error().message);
+      o.idle_timeout = std::chrono::seconds(*v);
+    } else if (flag == "--log-level") {
+      auto v = parse_log_level(*value);
+      if (!v) return fail(Errc::invalid_argument, "--log-level: " + v.error().message);
+      o.log_level = *v;
+    }
+    if (!ok) return std::unexpected(ok.error());
+  }
+  if (o.bus_address.empty()) {
+    if (const char* env = std::getenv("EPBROKER_BUS_ADDRESS"); env != nullptr) {
+      const std::string_view e(env);
+      if (e.size() > kMaxBusAddressBytes) {
+        return fail(Errc::invalid_argument, "EPBROKER_BUS_ADDRESS: too long");
+      }
+      o.bus_address = std::string(e);
+    }
+  }
+  return o;
+}
+
+Result<Config> load_config(const Options& options) {
+  auto config = load_config(options.paths);
+  if (!config) return config;
+  if (options.idle_timeout) config->daemon.idle_timeout = *options.idle_timeout;
+  if (options.log_level) config->daemon.log_level = *options.log_level;
+  config->bus_address = options.bus_address;
+  return config;
+}
+
+}  // namespace epbrokerd::config

@@ -1,0 +1,54 @@
+#include "daemon/dbus/convert.hpp"
+
+#include "catalog/device_type.hpp"
+
+namespace epbrokerd::dbus {
+
+std::string job_path(std::uint64_t id) {
+  return std::string(kObjectPath) + "/job/" + std::to_string(id);
+}
+
+std::string session_path(std::uint64_t id) {
+  return std::string(kObjectPath) + "/session/" + std::to_string(id);
+}
+
+Dict to_dict(const hardware::Device& d) {
+  Dict out{{"id", sdbus::Variant(d.id)},
+           {"type", sdbus::Variant(std::string(catalog::device_type_name(d.type)))},
+           {"vendor_id", sdbus::Variant(d.vendor_id)},
+           {"device_id", sdbus::Variant(d.device_id)},
+           {"vendor", sdbus::Variant(d.vendor)},
+           {"name", sdbus::Variant(d.name)},
+           {"driver", sdbus::Variant(d.driver)},
+           {"driver_version", sdbus::Variant(d.driver_version)},
+           {"bus_path", sdbus::Variant(d.bus_path)},
+           {"discrete", sdbus::Variant(d.discrete)},
+           {"node", sdbus::Variant(d.node)}};
+  if (d.type == catalog::DeviceType::cpu) {
+    out.emplace("isa", sdbus::Variant(d.isa));
+    out.emplace("cores", sdbus::Variant(d.cores));
+    out.emplace("threads", sdbus::Variant(d.threads));
+    out.emplace("arch", sdbus::Variant(d.arch));
+  }
+  return out;
+}
+
+Dict to_dict(const core::ProviderView& p, const std::string&) {
+  Dict out{{"name", sdbus::Variant(p.name)},       {"ep_names", sdbus::Variant(p.ep_names)},
+           {"version", sdbus::Variant(p.version)}, {"vendor", sdbus::Variant(p.vendor)},
+           {"state", sdbus::Variant(p.state)},     {"devices", sdbus::Variant(p.devices)},
+           {"size", sdbus::Variant(p.size)},       {"remote", sdbus::Variant(p.remote)}};
+  if (!p.library_path.empty()) out.emplace("library_path", sdbus::Variant(p.library_path));
+  if (!p.reason.empty()) out.emplace("reason", sdbus::Variant(p.reason));
+  if (p.job != 0) out.emplace("job", sdbus::Variant(sdbus::ObjectPath(job_path(p.job))));
+  return out;
+}
+
+Dict to_dict(const core::VerifyResult& r) {
+  return {{"name", sdbus::Variant(r.name)},
+          {"version", sdbus::Variant(r.version)},
+          {"ok", sdbus::Variant(r.ok)},
+          {"problem", sdbus::Variant(r.problem)}};
+}
+
+}  // namespace epbrokerd::dbus

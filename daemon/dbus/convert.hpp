@@ -1,0 +1,26 @@
+// Core values -> bus dictionaries (a{sv}). Pure conversion, no logic.
+#pragma once
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include <map>
+#include <string>
+
+#include "daemon/core/broker.hpp"
+#include "daemon/hardware/device.hpp"
+
+namespace epbrokerd::dbus {
+
+using Dict = std::map<std::string, sdbus::Variant>;
+
+Dict to_dict(const hardware::Device& d);
+Dict to_dict(const core::ProviderView& p, const std::string& job_path_prefix);
+Dict to_dict(const core::VerifyResult& r);
+
+std::string job_path(std::uint64_t id);      // /org/epbroker/Broker1/job/N
+std::string session_path(std::uint64_t id);  // /org/epbroker/Broker1/session/N
+
+inline constexpr const char* kBusName = "org.epbroker.Broker1";
+inline constexpr const char* kObjectPath = "/org/epbroker/Broker1";
+
+}  // namespace epbrokerd::dbus

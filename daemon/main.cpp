@@ -1,0 +1,141 @@
+// epbrokerd: wires the core to the bus. Order matters: parse flags and config
+// (any error: one message, exit 1), open the store and discover hardware
+// (Broker::create), register every object, then request the bus name, then
+// tell systemd we are ready. Exits after `idle_timeout` with no jobs or
+// sessions: releases the name first so new callers activate a fresh instance,
+// lets queued calls drain, then leaves.
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "daemon/config/config.hpp"
+#include "daemon/core/authorizer.hpp"
+#include "daemon/core/broker.hpp"
+#include "daemon/dbus/convert.hpp"
+#include "daemon/dbus/service.hpp"
+#include "net/curl_fetcher.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+void log(const std::string& msg) {
+  // Under systemd stderr goes to the journal; the <N> prefix sets the priority.
+  std::fprintf(stderr, "%s%s\n",
+               std::getenv("JOURNAL_STREAM") ? "<6>" : "epbrokerd: ", msg.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace epbrokerd;
+  // 1. Flags and configuration.
+  auto options = config::parse_command_line(argc, argv);
+  if (!options) {
+    std::cerr << "epbrokerd: " << options.error().message << "\nTry 'epbrokerd --help'.\n";
+    return 1;
+  }
+  if (options->help) {
+    std::cout << config::usage();
+    return 0;
+  }
+  if (options->version) {
+    std::cout << "epbrokerd " << EPBROKER_VERSION << "\n";
+    return 0;
+  }
+  auto cfg = config::load_config(*options);
+  if (!cfg) {
+    std::cerr << "epbrokerd: invalid configuration: " << cfg.error().message << "\n";
+    return 1;
+  }
+
+  // 2. Signals are taken synchronously by the main loop (sigtimedwait), so
+  //    block them before any thread starts.
+  sigset_t sigs;
+  sigemptyset(&sigs);
+  sigaddset(&sigs, SIGTERM);
+  sigaddset(&sigs, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+
+  // 3. Core: store, hardware, catalog cache.
+  core::UidAuthorizer authorizer;  // polkit arrives with the authorization work
+  core::BrokerOptions bopts;
+  bopts.config = *cfg;
+  bopts.roots.sysfs = cfg->paths.sysfs_root;
+  bopts.roots.procfs = cfg->paths.procfs_root;
+  bopts.authorizer = &authorizer;
+  bopts.fetcher_factory = [](const config::Remote& remote) {
+    net::CurlFetcherOptions o;
+    o.allow_http = remote.allow_http;
+    return std::make_unique<net::CurlFetcher>(o);
+  };
+
+  // 4. Bus: objects first, then the name.
+  std::unique_ptr<sdbus::IConnection> conn;
+  try {
+    conn = cfg->bus_address.empty()
+               ? sdbus::createSystemBusConnection()
+               : sdbus::createSessionBusConnectionWithAddress(cfg->bus_address);
+  } catch (const sdbus::Error& e) {
+    std::cerr << "epbrokerd: cannot connect to the bus: " << e.getMessage() << "\n";
+    return 1;
+  }
+  dbus::Service service(*conn);
+  auto broker = core::Broker::create(bopts, &service);
+  if (!broker) {
+    std::cerr << "epbrokerd: " << broker.error().message << "\n";
+    return 1;
+  }
+  try {
+    service.attach(**broker);
+    conn->requestName(dbus::kBusName);
+  } catch (const sdbus::Error& e) {
+    std::cerr << "epbrokerd: " << e.getName() << ": " << e.getMessage() << "\n";
+    return 1;
+  }
+  conn->enterEventLoopAsync();
+  sd_notify(0, "READY=1\nSTATUS=serving");
+  log("serving " + std::string(dbus::kBusName) + " (" +
+      std::to_string((*broker)->devices().size()) + " devices)");
+
+  // 5. Tick: reap retired objects, feed the watchdog, watch for idleness.
+  const auto idle_timeout = cfg->daemon.idle_timeout;
+  auto idle_since = Clock::now();
+  int exit_code = 0;
+  while (true) {
+    timespec tick{1, 0};
+    const int sig = sigtimedwait(&sigs, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      log("stopping on signal");
+      break;
+    }
+    service.reap();
+    sd_notify(0, "WATCHDOG=1");
+    if (!(*broker)->idle()) {
+      idle_since = Clock::now();
+      continue;
+    }
+    if (idle_timeout.count() > 0 && Clock::now() - idle_since >= idle_timeout) {
+      log("idle, exiting");
+      break;
+    }
+  }
+
+  // 6. Leave: give up the name (new callers activate a new instance), let what
+  //    is queued run, cancel jobs (the store keeps every install atomic).
+  sd_notify(0, "STOPPING=1");
+  service.set_stopping();
+  try {
+    conn->releaseName(dbus::kBusName);
+  } catch (const sdbus::Error&) {
+  }
+  timespec drain{0, 200'000'000};
+  sigtimedwait(&sigs, nullptr, &drain);
+  conn->leaveEventLoop();
+  broker->reset();
+  return exit_code;
+}

@@ -1,0 +1,234 @@
+// The package store: installed EP packages, as read-only trees on disk.
+//
+// Layout under the state directory (every path derives from it, so tests and the
+// demo use temporary ones):
+//
+//   <state>/store/<name>/<version>/       one installed package version: the
+//                                         payload files (0444, or 0555 when
+//                                         executable), directories 0755, and
+//                                         .epbroker-manifest.json (0444; see
+//                                         daemon/store/installed.hpp)
+//   <state>/store/index.json              cache of what is installed, rewritten
+//                                         atomically; never read back by the store
+//   <state>/staging/                      work area on the same filesystem (0700):
+//                                         install-XXXXXX/ (a tree being built, and
+//                                         the old tree while it is replaced),
+//                                         trash-XXXXXX/ (trees being deleted)
+//
+// Crash safety: a tree enters the store only by rename() of a complete, sealed
+// and fsync'ed tree whose saved manifest is its commit marker (replacing an
+// installed tree of the same version: one renameat2(RENAME_EXCHANGE)), and
+// leaves it only by rename() into staging/. So after a crash at any point the
+// store holds each version either as before or as after, never a partial tree;
+// Store::open() wipes staging/ and rebuilds the index from the saved manifests.
+// (Where the filesystem lacks RENAME_EXCHANGE, a replacement moves the old tree
+// aside first: a crash between the two renames loses that version, which the
+// daemon then installs again like any missing one.)
+//
+// Thread safety: every member function may be called from any thread. One mutex
+// guards the in-memory index, the leases and every change of store/. install()
+// stages and extracts (the long part) without it and takes it only to commit
+// (a few renames, fsyncs and the index write); verify() hashes without it. Tree
+// deletions run after the mutex is released (the tree is already in staging/).
+// One Store per state directory: open() takes an exclusive flock on store/, so a
+// second Store (in this process or another) on the same directory is refused
+// while the first lives.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "catalog/ep_metadata.hpp"
+#include "catalog/error.hpp"
+#include "catalog/package/extract.hpp"
+#include "daemon/store/installed.hpp"
+
+namespace epbrokerd::store {
+
+// Phases reported by install(), each when it starts (extracting also as it
+// goes). A fresh install reports extracting, verifying, committing. When that
+// version is installed already with the same manifest, a first verifying (0,
+// total) covers the check of the installed tree; if it is intact, install()
+// stops there.
+enum class InstallPhase {
+  extracting,  // bytes: payload bytes decompressed / total payload bytes
+  verifying,   // manifest checked, tree sealed and fsync'ed (bytes: total, total)
+  committing,  // renamed into the store, index written (bytes: total, total)
+};
+
+// Stable lower-case name ("extracting"), for logs and the bus.
+std::string_view install_phase_name(InstallPhase phase);
+
+// Progress callback of install(). During `extracting` it runs on the extractor's
+// read-ahead thread (at most every 1 MiB, and once at 0); the other phases run on
+// the calling thread. Calls never overlap and all happen before install()
+// returns. It must not call back into the Store.
+using InstallProgress =
+    std::function<void(InstallPhase phase, std::uint64_t bytes_done, std::uint64_t bytes_total)>;
+
+// Identifies one lease; 0 is never issued.
+using LeaseId = std::uint64_t;
+
+// What open() found and fixed.
+struct RecoveryAction {
+  std::filesystem::path path;  // what was removed
+  std::string reason;          // why, e.g. "leftover staging" or the saved manifest error
+};
+struct OpenReport {
+  std::vector<RecoveryAction> removed;
+  bool index_rewritten = false;  // index.json was missing or differed from the disk
+};
+
+// One installed version that verify() found damaged.
+struct DamagedPackage {
+  InstalledPackage package;
+  std::vector<std::string> problems;  // "<relative path>: <what>", sorted
+};
+struct VerifyReport {
+  std::size_t packages_checked = 0;
+  std::uint64_t bytes_hashed = 0;
+  std::vector<DamagedPackage> damaged;  // by name, then version text
+  bool ok() const { return damaged.empty(); }
+};
+
+struct StoreOptions {
+  // Bounds for extraction (the daemon's configuration may tighten them).
+  catalog::package::ExtractLimits limits{};
+  // Tests only. Called with a step name just before install() or remove() changes
+  // the filesystem at that step; returning true makes the step fail with
+  // Errc::io as if the system call had. Steps: "install.staging",
+  // "install.saved_manifest", "install.seal", "install.mkdir",
+  // "install.exchange", "install.aside", "install.rename", "install.index",
+  // "remove.rename", "remove.index"; and "install.no_exchange", which makes the
+  // exchange fail as on a filesystem without RENAME_EXCHANGE (so install() takes
+  // its aside-then-rename path).
+  std::function<bool(std::string_view step)> inject_fault;
+};
+
+class Store {
+ public:
+  // Opens (creating as needed) the store under `state_dir`:
+  //   1. creates <state>, store/ (0755) and staging/ (0700) if missing; refuses
+  //      staging/ on another filesystem than store/;
+  //   2. locks store/ (flock, exclusive, non-blocking);
+  //   3. removes everything in staging/ (interrupted installs and removals);
+  //   4. rebuilds the index from disk: each store/<name>/<version> that is a
+  //      directory holding a valid saved manifest naming that very name and
+  //      version is installed; anything else under store/ (other than
+  //      index.json) is moved to staging/ and deleted, and listed in the report.
+  //      Contents are not hashed here (that is verify());
+  //   5. rewrites index.json when it differs from the rebuilt index.
+  // Errors: Errc::io / not_found when a directory cannot be created or read,
+  // Errc::invalid_argument when staging/ and store/ are on different
+  // filesystems, Errc::busy when another Store holds the directory.
+  static catalog::Result<Store> open(const std::filesystem::path& state_dir,
+                                     StoreOptions options = {});
+
+  ~Store();
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // What open() removed while recovering.
+  const OpenReport& open_report() const;
+
+  // Absolute paths of the layout.
+  const std::filesystem::path& state_dir() const;
+  std::filesystem::path store_dir() const;
+  std::filesystem::path staging_dir() const;
+  std::filesystem::path index_path() const;
+
+  // Installs the package file `package_file` (already checked against the signed
+  // catalog: length and hashes) whose signed EP metadata is `signed_meta`:
+  //   1. reads its manifest and checks it against `signed_meta` (fast refusal);
+  //   2. if that version is installed with an equal manifest and its tree
+  //      verifies, returns it (idempotent; nothing is extracted);
+  //   3. makes a fresh staging/install-XXXXXX/tree;
+  //   4. extracts into it (catalog::package::extract_package());
+  //   5. checks the extracted manifest against `signed_meta` again;
+  //   6. writes .epbroker-manifest.json;
+  //   7. seals the tree: files 0444/0555, directories 0755, all fsync'ed;
+  //   8. under the mutex: renames the new tree to store/<name>/<version>, or,
+  //      when that version is there already, exchanges the two atomically (the
+  //      old tree lands in the install dir); fsyncs the directories;
+  //   9. writes index.json; then (without the mutex) deletes the install dir
+  //      with the old tree.
+  // Replacing an installed version (a damaged tree, or a republished package
+  // with a different manifest) keeps its leases; a different manifest is refused
+  // while leased unless the installed tree is damaged (repair). If another
+  // install of an equal manifest committed meanwhile, that one is returned.
+  // On any failure staging is cleaned and store/ and index.json are exactly as
+  // before. `stop` cancels until step 8 starts.
+  // Errors: as extract_package() (Errc::not_found for a missing file,
+  // Errc::malformed, hash_mismatch, unsafe_entry, too_large, ...);
+  // Errc::manifest_mismatch when the manifest disagrees with `signed_meta`;
+  // Errc::invalid_argument for a package named "index.json" or shipping a
+  // top-level .epbroker-manifest.json; Errc::busy (replacing a leased version);
+  // Errc::cancelled; Errc::io.
+  catalog::Result<InstalledPackage> install(const std::filesystem::path& package_file,
+                                            const catalog::EpMetadata& signed_meta,
+                                            const InstallProgress& progress = {},
+                                            std::stop_token stop = {});
+
+  // Every installed version, by name then version text.
+  std::vector<InstalledPackage> list() const;
+  // Installed versions of `name`, newest first (by version value, then text).
+  std::vector<InstalledPackage> versions(std::string_view name) const;
+  // One installed version (exact version text), or nullopt.
+  std::optional<InstalledPackage> find(std::string_view name, std::string_view version) const;
+  // Absolute path of the EP library of an installed version.
+  // Errors: Errc::not_found when that version is not installed.
+  catalog::Result<std::filesystem::path> library_path(std::string_view name,
+                                                      std::string_view version) const;
+
+  // Leases keep an installed version from being removed (remove(), gc()) while an
+  // application uses it. `owner` is free text (the daemon uses the bus unique
+  // name). Errors: Errc::not_found when that version is not installed.
+  catalog::Result<LeaseId> acquire_lease(std::string_view name, std::string_view version,
+                                         std::string_view owner);
+  // Releases one lease; unknown ids are ignored.
+  void release_lease(LeaseId id);
+  // Releases every lease of `owner` (when it leaves the bus); returns how many.
+  std::size_t release_owner(std::string_view owner);
+  // Live leases on one version.
+  std::size_t lease_count(std::string_view name, std::string_view version) const;
+
+  // Removes version `version` of `name`, or every installed version of `name`
+  // when `version` is nullopt; all or nothing. Each tree is renamed into
+  // staging/trash-XXXXXX first (it disappears atomically), index.json is
+  // rewritten, then the trees are deleted. Returns what was removed.
+  // Errors: Errc::not_found (nothing of that name/version installed),
+  // Errc::busy when a version is leased (the message gives the lease count),
+  // Errc::io (then nothing was removed).
+  catalog::Result<std::vector<InstalledPackage>> remove(
+      std::string_view name, std::optional<std::string_view> version = std::nullopt);
+
+  // Garbage collection: for each name, keeps the `keep` newest installed
+  // versions (by version value; `keep` 0 counts as 1) and removes every older
+  // one that no lease holds, all at once as remove() does. Returns what was
+  // removed (by name, then version text). Errors: Errc::io (nothing removed).
+  catalog::Result<std::vector<InstalledPackage>> gc(std::size_t keep = 1);
+
+  // Re-hashes every installed tree against its saved manifest (see
+  // check_tree(): sizes, SHA-256, modes, nothing missing, nothing extra) and
+  // checks the saved manifest still equals what was installed. Packages
+  // replaced or removed while being checked are left out of the report.
+  // The daemon repairs a damaged package by installing it again.
+  // Errors: Errc::io when store/ itself cannot be read.
+  catalog::Result<VerifyReport> verify() const;
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace epbrokerd::store
