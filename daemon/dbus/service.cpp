@@ -11,7 +11,9 @@ using Dicts = std::vector<std::map<std::string, sdbus::Variant>>;
 core::RequestContext Service::context_of(sdbus::IObject& object) {
   core::RequestContext ctx;
   if (const sdbus::Message* msg = object.getCurrentlyProcessedMessage()) {
-    ctx.uid = msg->getCredsUid();
+    // The effective uid as the bus reports it: /proc-based lookups fail under
+    // ProtectProc=invisible and PrivateUsers=yes.
+    ctx.uid = msg->getCredsEuid();
     ctx.sender = msg->getSender();
   }
   return ctx;
