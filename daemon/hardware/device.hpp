@@ -12,12 +12,15 @@
 //               report Qualcomm's PCI vendor id 0x17cb: join CPUs on type alone
 //               (both sides list one CPU per package, ORT only one in all).
 //  - device_id: PCI device id from sysfs `device`, as ORT; 0 for a CPU, as ORT.
-//  - bus_path:  equals ORT's metadata "pci_bus_id" (ORT >= 1.23, GPUs and NPUs it
-//               finds through /sys/class/drm, /sys/class/accel or /sys/bus/pci):
-//               the sysfs PCI function name "0000:65:00.0", domain included, lower
-//               case. With several identical cards, (type, vendor_id, device_id)
-//               alone is ambiguous; bus_path is the join key. Where an ORT build
-//               lacks "pci_bus_id", join in bus_path order.
+//  - bus_path:  equals ORT's metadata "pci_bus_id" (GPUs and NPUs ORT finds through
+//               /sys/class/drm, /sys/class/accel or /sys/bus/pci): the sysfs PCI
+//               function name "0000:65:00.0", domain included, lower case. With
+//               several identical cards, (type, vendor_id, device_id) alone is
+//               ambiguous; bus_path is the join key. Where an ORT build lacks
+//               "pci_bus_id", join in bus_path order.
+//  - discrete:  ORT's metadata "Discrete" ("1") where ORT sets it.
+// Checked on an H200 host: ORT 1.30 GetHardwareDevices() listed {GPU, 0x10de, 0x2335,
+// Discrete=1, pci_bus_id=0000:00:06.0} and {CPU, 0x8086, 0}, as discover() did.
 // Our ids ("gpu0") are ours alone: ORT's "card_idx" metadata is the DRM card number,
 // which may differ from our order and between boots.
 #pragma once

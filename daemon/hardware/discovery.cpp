@@ -8,7 +8,6 @@
 #include <map>
 #include <optional>
 #include <string_view>
-#include <system_error>
 #include <utility>
 
 #include "catalog/text.hpp"
