@@ -100,7 +100,7 @@ bool is_storable_name(std::string_view name) {
   if (name.empty() || name.size() > catalog::kMaxPackageNameLength) return false;
   if (!is_name_start(name.front())) return false;
   if (!std::all_of(name.begin(), name.end(), is_name_char)) return false;
-  return name != "index.json";
+  return name != kIndexFileName;
 }
 
 }  // namespace epbrokerd::store

@@ -29,6 +29,8 @@ namespace epbrokerd::store {
 // Name of the saved manifest at the root of every installed tree. A package may
 // not ship a file of this name at its top level.
 inline constexpr std::string_view kSavedManifestName = ".epbroker-manifest.json";
+// Name of the index in <state>/store/ (so no package may have this name).
+inline constexpr std::string_view kIndexFileName = "index.json";
 inline constexpr int kStoreFormat = 1;
 inline constexpr int kIndexVersion = 1;
 
@@ -73,7 +75,7 @@ inline constexpr std::size_t kMaxSavedManifestBytes = std::size_t{2} << 20;
 std::string index_text(std::vector<InstalledPackage> packages);
 
 // True when `name` can be a package directory in the store: a valid package
-// name (see catalog/ep_metadata.hpp) other than "index.json".
+// name (see catalog/ep_metadata.hpp) other than kIndexFileName.
 bool is_storable_name(std::string_view name);
 
 }  // namespace epbrokerd::store

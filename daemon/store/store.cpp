@@ -268,6 +268,12 @@ struct Store::Impl {
         leases.begin(), leases.end(), [&](const auto& l) { return l.second.key == key; }));
   }
 
+  // Refusal to replace a leased version with other contents.
+  std::unexpected<catalog::Error> busy_replacing(const Key& key) const {
+    return fail(Errc::busy, describe(key) + " is installed with other contents and held by " +
+                                std::to_string(leases_on(key)) + " lease(s)");
+  }
+
   // Removes `path` at open(): moved into a trash directory in staging/ first, so
   // that it disappears at once, then deleted; recorded in the report.
   Result<void> discard(const fs::path& path, std::string reason) {
@@ -324,8 +330,12 @@ struct Store::Impl {
   std::optional<std::string> validate_tree(const std::string& name, const fs::path& tree) {
     struct stat st {};
     if (::lstat(tree.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return "not a directory";
-    auto text = catalog::read_file(tree / kSavedManifestName, kMaxSavedManifestBytes);
-    if (!text) return "no saved manifest (" + text.error().message + ")";
+    const fs::path saved_path = tree / kSavedManifestName;
+    if (::lstat(saved_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+      return "no saved manifest (missing or not a regular file)";
+    }
+    auto text = catalog::read_file(saved_path, kMaxSavedManifestBytes);
+    if (!text) return "unreadable saved manifest: " + text.error().message;
     auto saved = parse_saved_manifest(*text);
     if (!saved) return "invalid saved manifest: " + saved.error().message;
     const std::string version = tree.filename().string();
@@ -338,8 +348,6 @@ struct Store::Impl {
     index[Key{name, version}] = Entry{std::move(p), next_serial++};
     return std::nullopt;
   }
-
-  static constexpr std::string_view kIndexFileName = "index.json";
 };
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -351,7 +359,7 @@ const OpenReport& Store::open_report() const { return impl_->report; }
 const fs::path& Store::state_dir() const { return impl_->state; }
 fs::path Store::store_dir() const { return impl_->store; }
 fs::path Store::staging_dir() const { return impl_->staging; }
-fs::path Store::index_path() const { return impl_->store / Impl::kIndexFileName; }
+fs::path Store::index_path() const { return impl_->store / kIndexFileName; }
 
 Result<Store> Store::open(const fs::path& state_dir, StoreOptions options) {
   auto impl = std::make_unique<Impl>();
@@ -404,9 +412,9 @@ Result<Store> Store::open(const fs::path& state_dir, StoreOptions options) {
   std::vector<InstalledPackage> packages;
   for (const auto& [key, e] : impl->index) packages.push_back(e.package);
   const std::string want = index_text(std::move(packages));
-  auto have = catalog::read_file(impl->store / Impl::kIndexFileName, kMaxIndexBytes);
+  auto have = catalog::read_file(impl->store / kIndexFileName, kMaxIndexBytes);
   if (!have || *have != want) {
-    if (auto ok = catalog::atomic_write_file(impl->store / Impl::kIndexFileName, want); !ok) {
+    if (auto ok = catalog::atomic_write_file(impl->store / kIndexFileName, want); !ok) {
       return std::unexpected(std::move(ok.error()));
     }
     impl->report.index_rewritten = true;
@@ -442,10 +450,7 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
     std::lock_guard lock(s.mu);
     if (auto it = s.index.find(key); it != s.index.end()) {
       seen = it->second;
-      if (seen->package.manifest != *early && s.leases_on(key) > 0) {
-        return fail(Errc::busy, describe(key) + " is installed with other contents and held by " +
-                                    std::to_string(s.leases_on(key)) + " lease(s)");
-      }
+      if (seen->package.manifest != *early && s.leases_on(key) > 0) return s.busy_replacing(key);
     }
   }
   if (seen && seen->package.manifest == *early) {
@@ -516,10 +521,7 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
     const bool changed_meanwhile = !seen || seen->serial != cur.serial;
     if (changed_meanwhile && cur.package.manifest == *manifest) return cur.package;
     const bool repair = !changed_meanwhile && seen_damaged;
-    if (!repair && s.leases_on(key) > 0) {
-      return fail(Errc::busy, describe(key) + " is installed with other contents and held by " +
-                                  std::to_string(s.leases_on(key)) + " lease(s)");
-    }
+    if (!repair && s.leases_on(key) > 0) return s.busy_replacing(key);
   }
   const fs::path name_dir = s.store / key.first;
   const fs::path target = name_dir / key.second;
