@@ -16,6 +16,7 @@
 #include "daemon/core/authorizer.hpp"
 #include "daemon/core/broker.hpp"
 #include "daemon/dbus/convert.hpp"
+#include "daemon/dbus/polkit_authorizer.hpp"
 #include "daemon/dbus/service.hpp"
 #include "net/curl_fetcher.hpp"
 
@@ -62,12 +63,10 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
 
   // 3. Core: store, hardware, catalog cache.
-  core::UidAuthorizer authorizer;  // polkit arrives with the authorization work
   core::BrokerOptions bopts;
   bopts.config = *cfg;
   bopts.roots.sysfs = cfg->paths.sysfs_root;
   bopts.roots.procfs = cfg->paths.procfs_root;
-  bopts.authorizer = &authorizer;
   bopts.fetcher_factory = [](const config::Remote& remote) {
     net::CurlFetcherOptions o;
     o.allow_http = remote.allow_http;
@@ -84,6 +83,22 @@ int main(int argc, char** argv) {
     std::cerr << "epbrokerd: cannot connect to the bus: " << e.getMessage() << "\n";
     return 1;
   }
+  // Authorization: polkit on the system bus when it is there; otherwise root
+  // and the members of the configured install group, and the log says so.
+  std::unique_ptr<core::Authorizer> authorizer;
+  if (cfg->bus_address.empty() && dbus::PolkitAuthorizer::available(*conn)) {
+    authorizer = std::make_unique<dbus::PolkitAuthorizer>(sdbus::createSystemBusConnection());
+    log("authorization: polkit (org.epbroker.install, org.epbroker.manage)");
+  } else {
+    authorizer =
+        std::make_unique<core::UidAuthorizer>(dbus::group_members(cfg->daemon.install_group));
+    log("authorization: no polkit on this bus; only root" +
+        (cfg->daemon.install_group.empty()
+             ? std::string()
+             : " and members of group '" + cfg->daemon.install_group + "'") +
+        " may install or manage");
+  }
+  bopts.authorizer = authorizer.get();
   dbus::Service service(*conn);
   auto broker = core::Broker::create(bopts, &service);
   if (!broker) {
