@@ -62,7 +62,15 @@ Result<std::unique_ptr<Broker>> Broker::create(BrokerOptions options, BrokerList
   if (options.authorizer == nullptr || !options.fetcher_factory) {
     return fail(Errc::invalid_argument, "broker needs an authorizer and a fetcher factory");
   }
+  // The store is locked while another instance (one exiting when idle) still has it
+  // open: wait for it rather than fail the activation that started us.
   auto store = store::Store::open(options.config.paths.state_dir);
+  const auto lock_deadline = std::chrono::steady_clock::now() + options.store_lock_wait;
+  while (!store && store.error().code == Errc::busy &&
+         std::chrono::steady_clock::now() < lock_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    store = store::Store::open(options.config.paths.state_dir);
+  }
   if (!store) return std::unexpected(store.error());
   // Discovery problems leave the device list short, not the daemon down.
   auto devices = hardware::discover(options.roots);

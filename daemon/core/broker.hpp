@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -91,6 +92,10 @@ struct BrokerOptions {
   hardware::Roots roots;
   FetcherFactory fetcher_factory;
   Authorizer* authorizer = nullptr;  // required; outlives the broker
+  // How long create() waits for the store lock held by another Store: an instance
+  // exiting when idle releases the bus name before it closes the store, so the
+  // instance activated by the next call may start while the old one still holds it.
+  std::chrono::milliseconds store_lock_wait{10'000};
 };
 
 class Broker {

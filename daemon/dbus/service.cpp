@@ -43,8 +43,7 @@ core::JobSnapshot JobObject::snap() {
 void JobObject::changed(const core::JobSnapshot& s) {
   emitPropertiesChangedSignal(org::epbroker::Job1_adaptor::INTERFACE_NAME,
                               {"State", "BytesDone", "BytesTotal", "Error", "ErrorMessage"});
-  if (core::is_final(s.state) && !finished_) {
-    finished_ = true;
+  if (core::is_final(s.state) && !finished_.exchange(true)) {
     const std::string err =
         s.error ? std::string(common::bus_error_name(common::to_bus_error(*s.error))) : "";
     emitFinished(std::string(core::job_state_name(s.state)), err, s.error ? s.error->message : "");
@@ -253,9 +252,15 @@ std::string BrokerObject::CatalogExpires() {
 Service::Service(sdbus::IConnection& conn) : conn_(conn) {}
 
 Service::~Service() {
-  std::lock_guard lock(mu_);
-  sessions_.clear();
-  jobs_.clear();
+  std::map<std::uint64_t, std::shared_ptr<JobObject>> jobs;
+  std::map<std::uint64_t, std::unique_ptr<SessionObject>> sessions;
+  {
+    std::lock_guard lock(mu_);
+    jobs.swap(jobs_);
+    sessions.swap(sessions_);
+  }
+  sessions.clear();
+  jobs.clear();
   root_.reset();
 }
 
@@ -276,14 +281,22 @@ void Service::attach(core::Broker& broker) {
 }
 
 sdbus::ObjectPath Service::publish_job(std::uint64_t id) {
+  {
+    std::lock_guard lock(mu_);
+    if (jobs_.contains(id)) return sdbus::ObjectPath(job_path(id));
+  }
+  // Registered outside mu_ (see the lock order in service.hpp). Only the bus thread
+  // publishes, so no other object for `id` can appear meanwhile.
+  auto object = std::make_shared<JobObject>(conn_, *broker_, id);
   std::lock_guard lock(mu_);
-  if (!jobs_.contains(id)) jobs_.emplace(id, std::make_unique<JobObject>(conn_, *broker_, id));
+  jobs_.emplace(id, std::move(object));
   return sdbus::ObjectPath(job_path(id));
 }
 
 sdbus::ObjectPath Service::publish_session(std::uint64_t id) {
+  auto object = std::make_unique<SessionObject>(conn_, *this, id);
   std::lock_guard lock(mu_);
-  sessions_.emplace(id, std::make_unique<SessionObject>(conn_, *this, id));
+  sessions_.emplace(id, std::move(object));
   return sdbus::ObjectPath(session_path(id));
 }
 
@@ -293,7 +306,9 @@ void Service::retire_session(std::uint64_t id) {
 }
 
 void Service::reap() {
+  // Taken out under mu_, destroyed (unregistered) after it is released.
   std::vector<std::unique_ptr<SessionObject>> dead;
+  std::vector<std::shared_ptr<JobObject>> dead_jobs;
   {
     std::lock_guard lock(mu_);
     for (auto id : retired_sessions_) {
@@ -305,14 +320,24 @@ void Service::reap() {
     }
     retired_sessions_.clear();
     // Finished jobs stay visible for a while (the newest 32), then go.
-    for (auto id : broker_->jobs().prune(32)) jobs_.erase(id);
+    for (auto id : broker_->jobs().prune(32)) {
+      auto it = jobs_.find(id);
+      if (it != jobs_.end()) {
+        dead_jobs.push_back(std::move(it->second));
+        jobs_.erase(it);
+      }
+    }
   }
 }
 
 void Service::job_changed(const core::JobSnapshot& job) {
-  std::lock_guard lock(mu_);
-  auto it = jobs_.find(job.id);
-  if (it != jobs_.end()) it->second->changed(job);
+  std::shared_ptr<JobObject> object;
+  {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(job.id);
+    if (it != jobs_.end()) object = it->second;
+  }
+  if (object) object->changed(job);
 }
 
 void Service::providers_changed() {

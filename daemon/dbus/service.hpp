@@ -6,6 +6,7 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,7 +42,7 @@ class JobObject final
 
   core::Broker& broker_;
   std::uint64_t id_;
-  bool finished_ = false;
+  std::atomic<bool> finished_{false};
 };
 
 class SessionObject final
@@ -113,11 +114,16 @@ class Service final : public core::BrokerListener {
   core::Broker* broker_ = nullptr;
   std::unique_ptr<BrokerObject> root_;
   std::unique_ptr<sdbus::IProxy> bus_proxy_;
+  // Lock order: sdbus-c++ holds its connection mutex while it dispatches a call (so
+  // every adaptor method runs under it) and takes it for every emit, register and
+  // unregister. So mu_ only guards these maps and is never held while calling into
+  // sdbus-c++: objects are created before they are inserted, destroyed after they are
+  // taken out, and signalled through a shared_ptr copy.
   std::mutex mu_;
-  std::map<std::uint64_t, std::unique_ptr<JobObject>> jobs_;
+  std::map<std::uint64_t, std::shared_ptr<JobObject>> jobs_;
   std::map<std::uint64_t, std::unique_ptr<SessionObject>> sessions_;
   std::vector<std::uint64_t> retired_sessions_;
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace epbrokerd::dbus

@@ -1,0 +1,133 @@
+// Sessions through the bus: RequestSession's providers, the lease against
+// RemoveProvider (Busy), Release, a session ending when its owner leaves the bus
+// (killed with SIGKILL), and a session another client cannot release.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <filesystem>
+
+#include "tests/daemon/integration/fixture.hpp"
+
+namespace tests::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBusy = "org.epbroker.Error.Busy";
+const std::string kNotFound = "org.epbroker.Error.NotFound";
+
+void release(sdbus::IConnection& conn, const std::string& session) {
+  auto proxy = sdbus::createProxy(conn, kBrokerName, session);
+  proxy->callMethod("Release").onInterface(kSessionInterface);
+}
+
+std::string owner_of(sdbus::IConnection& conn, const std::string& session) {
+  auto proxy = sdbus::createProxy(conn, kBrokerName, session);
+  return proxy->getProperty("Owner").onInterface(kSessionInterface).get<std::string>();
+}
+
+TEST_F(CatalogTest, SessionLeasesProvidersUntilReleased) {
+  start();
+  refresh();
+  install(kTestEp);
+
+  std::map<std::string, sdbus::Variant> opts;
+  opts.emplace("providers", sdbus::Variant(std::vector<std::string>{kTestEp}));
+  opts.emplace("policy", sdbus::Variant(std::string("prefer_cpu")));
+  opts.emplace("ort_version", sdbus::Variant(std::string("1.30.0")));
+  const auto [session, providers] = broker_->RequestSession(opts);
+  EXPECT_TRUE(session.starts_with(std::string(kBrokerPath) + "/session/")) << session;
+  ASSERT_EQ(providers.size(), 1U);
+  const Dict& p = providers[0];
+  EXPECT_EQ(str(p, "name"), kTestEp);
+  EXPECT_EQ(str(p, "state"), "ready");
+  EXPECT_EQ(strs(p, "ep_names"), std::vector<std::string>{"EpbrokerTestEp"});
+  const fs::path library = str(p, "library_path");
+  EXPECT_TRUE(fs::is_regular_file(library)) << library;
+  EXPECT_TRUE(library.string().starts_with(bus_->store_dir().string())) << library;
+  EXPECT_FALSE(strs(p, "devices").empty());
+  EXPECT_EQ(owner_of(*conn_, session), conn_->getUniqueName());
+  EXPECT_EQ(broker_->DaemonState(), "busy");
+
+  // Leased: not removable, the files stay.
+  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), kBusy);
+  EXPECT_TRUE(fs::is_regular_file(library));
+
+  // Released: removable; the session object is gone.
+  release(*conn_, session);
+  EXPECT_EQ(error_name_of([&] { release(*conn_, session); }), kNotFound);
+  broker_->RemoveProvider(kTestEp);
+  EXPECT_FALSE(fs::exists(library));
+  EXPECT_EQ(str(provider(kTestEp), "state"), "available");
+  EXPECT_TRUE(wait_until([&] { return broker_->DaemonState() == "idle"; }, 5s));
+}
+
+TEST_F(CatalogTest, SessionWithDownloadStartsTheInstallAndNamesItsJob) {
+  start();
+  refresh();
+  std::map<std::string, sdbus::Variant> opts;
+  opts.emplace("providers", sdbus::Variant(std::vector<std::string>{kTestEp}));
+  opts.emplace("download", sdbus::Variant(true));
+  const auto [session, providers] = broker_->RequestSession(opts);
+  ASSERT_EQ(providers.size(), 1U);
+  EXPECT_EQ(str(providers[0], "state"), "installing");
+  const std::string job = providers[0].at("job").get<sdbus::ObjectPath>();
+  EXPECT_EQ(wait_job(*conn_, job), "done");
+  EXPECT_EQ(str(provider(kTestEp), "state"), "ready");
+  release(*conn_, session);
+}
+
+TEST_F(CatalogTest, OwnerLeavingTheBusEndsItsLease) {
+  start();
+  refresh();
+  install(kTestEp);
+
+  // Another process takes a session and holds it.
+  Child holder = start_child({bus_client_path().string(), bus_->address(), "session", kTestEp});
+  const auto first = holder.read_line(30s);
+  ASSERT_TRUE(first.has_value()) << "the holder printed nothing";
+  ASSERT_TRUE(first->starts_with("session /org/epbroker/Broker1/session/")) << *first;
+  const std::string session = first->substr(std::string("session ").size());
+  EXPECT_EQ(holder.read_line(10s).value_or(""), "provider test-ep ready");
+  EXPECT_EQ(holder.read_line(10s).value_or(""), "holding");
+  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), kBusy);
+
+  // Killed without a word: the bus tells the daemon, which ends the session.
+  holder.kill_and_wait(SIGKILL);
+  std::string last_error;
+  EXPECT_TRUE(wait_until(
+      [&] {
+        last_error = error_name_of([&] { broker_->RemoveProvider(kTestEp); });
+        return last_error.empty();
+      },
+      10s))
+      << "still " << last_error;
+  EXPECT_EQ(str(provider(kTestEp), "state"), "available");
+  EXPECT_TRUE(wait_until(
+      [&] { return error_name_of([&] { owner_of(*conn_, session); }) == kNotFound; }, 10s));
+}
+
+TEST_F(CatalogTest, AnotherClientsSessionCannotBeReleased) {
+  start();
+  refresh();
+  install(kTestEp);
+  std::map<std::string, sdbus::Variant> opts;
+  opts.emplace("providers", sdbus::Variant(std::vector<std::string>{kTestEp}));
+  const auto [session, providers] = broker_->RequestSession(opts);
+
+  // A second client of the same uid: NotFound, and the lease holds.
+  auto other = bus_->connect();
+  EXPECT_EQ(error_name_of([&] { release(*other, session); }), kNotFound);
+  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), kBusy);
+  // Another process too (bus_client exits 1 printing the error).
+  const auto r = run_command({bus_client_path().string(), bus_->address(), "release", session});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.starts_with("error " + kNotFound)) << r.out << r.err;
+  EXPECT_EQ(owner_of(*other, session), conn_->getUniqueName());
+
+  release(*conn_, session);
+  broker_->RemoveProvider(kTestEp);
+}
+
+}  // namespace
+}  // namespace tests::daemon

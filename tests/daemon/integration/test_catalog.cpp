@@ -1,0 +1,130 @@
+#include "tests/daemon/integration/test_catalog.hpp"
+
+#include <sys/utsname.h>
+
+#include <chrono>
+#include <random>
+#include <stdexcept>
+
+#include "catalog/atomic_file.hpp"
+#include "catalog/canonical_json.hpp"
+#include "catalog/ep_metadata.hpp"
+#include "catalog/package/pack.hpp"
+#include "catalog/tuf/repository.hpp"
+
+namespace tests::daemon {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename T>
+T ok_or_throw(catalog::Result<T> r, const std::string& what) {
+  if (!r) throw std::runtime_error("TestCatalog: " + what + ": " + r.error().message);
+  if constexpr (!std::is_void_v<T>) return std::move(*r);
+}
+
+std::string machine_arch() {
+  utsname u{};
+  uname(&u);
+  return u.machine;
+}
+
+// Deterministic bytes that zstd cannot shrink.
+std::string noise(std::size_t size, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::string out(size, '\0');
+  for (std::size_t i = 0; i < size; i += 8) {
+    const std::uint64_t v = gen();
+    for (std::size_t j = 0; j < 8 && i + j < size; ++j) {
+      out[i + j] = static_cast<char>((v >> (8 * j)) & 0xFF);
+    }
+  }
+  return out;
+}
+
+catalog::EpMetadata metadata(const std::string& name, const std::string& version,
+                             const std::string& arch, const std::string& library) {
+  nlohmann::json custom = {
+      {"epbroker",
+       {{"schema", 1},
+        {"name", name},
+        {"version", version},
+        {"ep_names", {"Epbroker" + std::string(name == kBulkEp ? "Bulk" : "Foreign") + "Ep"}},
+        {"vendor", "epbroker tests"},
+        {"arch", arch},
+        {"ort_min", "1.20.0"},
+        {"library", library},
+        {"supports", {{{"type", "cpu"}}}},
+        {"description", "daemon integration test package"}}}};
+  return ok_or_throw(catalog::parse_ep_metadata(custom), name + " metadata");
+}
+
+fs::path source_dir() { return EPBROKER_INTEGRATION_SOURCE_DIR; }
+
+}  // namespace
+
+TestCatalog::TestCatalog() {
+  using std::chrono::floor;
+  using std::chrono::seconds;
+  using std::chrono::system_clock;
+  const auto now = floor<seconds>(system_clock::now());
+  const fs::path work = tmp_ / "work";
+  fs::create_directories(work);
+
+  auto repo = ok_or_throw(catalog::tuf::Repository::create(now), "create repository");
+  auto add = [&](const catalog::EpMetadata& meta, const fs::path& package) {
+    auto bytes = ok_or_throw(catalog::read_file(package, std::uint64_t{1} << 30), "read package");
+    const std::string path = meta.name + "/" + package.filename().string();
+    targets_[meta.name] = {meta.name, meta.version.text, path, bytes.size(), meta.library};
+    ok_or_throw(repo.add_target(path, std::move(bytes), catalog::to_json(meta)), "add " + path);
+  };
+
+  // 1. test-ep: the built package, else a stand-in with its metadata.
+  const fs::path ep_json = source_dir() / "ep-packages/test-ep/ep.json";
+  auto test_meta = ok_or_throw(
+      catalog::parse_ep_metadata_text(ok_or_throw(catalog::read_file(ep_json, 1 << 20), "ep.json")),
+      "ep.json");
+  fs::path test_package;
+#ifdef EPBROKER_TEST_EP_PACKAGE
+  if (fs::exists(EPBROKER_TEST_EP_PACKAGE)) {
+    test_package = EPBROKER_TEST_EP_PACKAGE;
+    real_test_ep_ = true;
+  }
+#endif
+  if (test_package.empty()) {
+    const fs::path dir = work / "test-ep";
+    fs::create_directories((dir / test_meta.library).parent_path());
+    ok_or_throw(catalog::atomic_write_file(dir / test_meta.library, noise(256 * 1024, 1)),
+                "stand-in library");
+    test_package = work / "test-ep-0.1.0.tar.zst";
+    ok_or_throw(catalog::package::pack_directory(dir, test_meta, test_package), "pack test-ep");
+  }
+  add(test_meta, test_package);
+
+  // 2. bulk-ep and foreign-ep, packed here.
+  const std::string arch = machine_arch();
+  const std::string other_arch = arch == "aarch64" ? "x86_64" : "aarch64";
+  for (const auto& [name, pkg_arch, size] :
+       {std::tuple{std::string(kBulkEp), arch, std::size_t{4} << 20},
+        std::tuple{std::string(kForeignEp), other_arch, std::size_t{64} << 10}}) {
+    const std::string library = "lib/lib" + name + ".so";
+    const fs::path dir = work / name;
+    fs::create_directories(dir / "lib");
+    ok_or_throw(catalog::atomic_write_file(dir / library, noise(size, name.size())), "library");
+    const auto meta = metadata(name, "1.0.0", pkg_arch, library);
+    const fs::path package = work / (name + "-1.0.0.tar.zst");
+    ok_or_throw(catalog::package::pack_directory(dir, meta, package), "pack " + name);
+    add(meta, package);
+  }
+
+  // 3. Sign, publish, serve.
+  ok_or_throw(repo.publish(catalog::tuf::directory_writer(repo_dir()), now), "publish");
+  server_ = std::make_unique<support::HttpServer>(repo_dir());
+}
+
+void TestCatalog::add_to(PrivateBus& bus, const std::string& remote) const {
+  bus.add_remote(remote, metadata_url(), targets_url(), trusted_root());
+}
+
+}  // namespace tests::daemon

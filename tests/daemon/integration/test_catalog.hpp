@@ -1,0 +1,63 @@
+// A signed TUF catalog for daemon integration tests, served on loopback.
+//
+// Built with catalog::tuf::Repository (fresh keys, consistent snapshots) and
+// published into a temporary directory that tests/support's HttpServer serves.
+// Its targets, each with custom.epbroker metadata:
+//
+//   test-ep     0.1.0  the real test-ep package (ep-packages/test-ep, CMake's
+//                      EPBROKER_TEST_EP_PACKAGE) when it was built, else a stand-in
+//                      packed here with the same metadata; compatible (any CPU)
+//   bulk-ep     1.0.0  4 MiB of incompressible bytes: downloads long enough to
+//                      watch (progress, two callers sharing one job); compatible
+//   foreign-ep  1.0.0  built for the other architecture: listed "incompatible"
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "tests/daemon/integration/private_bus.hpp"
+#include "tests/support/http_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+namespace tests::daemon {
+
+inline constexpr const char* kTestEp = "test-ep";
+inline constexpr const char* kBulkEp = "bulk-ep";
+inline constexpr const char* kForeignEp = "foreign-ep";
+
+struct CatalogTarget {
+  std::string name;
+  std::string version;
+  std::string target_path;  // TUF target path, e.g. "test-ep/test-ep-0.1.0.tar.zst"
+  std::uint64_t length = 0;
+  std::string library;  // the EP library's path inside the package
+};
+
+class TestCatalog {
+ public:
+  // Packs, signs, publishes and serves (throws std::runtime_error on failure).
+  TestCatalog();
+
+  std::string metadata_url() const { return server_->url("metadata/"); }
+  std::string targets_url() const { return server_->url("targets/"); }
+  // The root clients trust on first use: metadata/1.root.json.
+  std::filesystem::path trusted_root() const { return repo_dir() / "metadata/1.root.json"; }
+  std::filesystem::path repo_dir() const { return tmp_ / "repo"; }
+  const CatalogTarget& target(const std::string& name) const { return targets_.at(name); }
+  // Whether test-ep is the package built from ep-packages/test-ep.
+  bool real_test_ep() const { return real_test_ep_; }
+
+  // Writes remotes.d/NAME.conf for this catalog into `bus`'s configuration.
+  void add_to(PrivateBus& bus, const std::string& remote = "test") const;
+
+ private:
+  support::TempDir tmp_;
+  std::map<std::string, CatalogTarget> targets_;
+  bool real_test_ep_ = false;
+  std::unique_ptr<support::HttpServer> server_;
+};
+
+}  // namespace tests::daemon
