@@ -4,6 +4,7 @@
 #   1. catalog: refresh of 1,000 targets; verify-download of 500 MiB vs sha256sum
 #   2. extraction of the OpenVINO EP package vs tar
 #   3. package file -> first inference, per EP package
+#   4. epbrokerd on a private bus: activation, RequestSession vs Ping, idle RSS/wakeups
 # Usage: tests/bench/run.sh   (after scripts/bootstrap.sh)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -27,4 +28,8 @@ fi
 if cmake --build $B --target bench_first_inference >/dev/null 2>&1 && ((${#pkgs[@]})); then
   echo "== package -> first inference"
   ./$B/tests/bench/bench_first_inference "${pkgs[@]}"
+fi
+if cmake --build $B --target bench_daemon >/dev/null 2>&1; then
+  echo "== daemon"
+  ./$B/tests/bench/bench_daemon 2000
 fi
