@@ -4,9 +4,11 @@
 // tell systemd we are ready. Exits after `idle_timeout` with no jobs or
 // sessions: releases the name first so new callers activate a fresh instance,
 // lets queued calls drain, then leaves.
+#include <pthread.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -60,7 +62,9 @@ int main(int argc, char** argv) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
+  sigaddset(&sigs, SIGUSR1);  // "something changed": wakes the loop, see step 5
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+  const pthread_t main_thread = pthread_self();
 
   // 3. Core: store, hardware, catalog cache.
   core::BrokerOptions bopts;
@@ -100,6 +104,7 @@ int main(int argc, char** argv) {
   }
   bopts.authorizer = authorizer.get();
   dbus::Service service(*conn);
+  service.set_wake([main_thread] { pthread_kill(main_thread, SIGUSR1); });
   auto broker = core::Broker::create(bopts, &service);
   if (!broker) {
     std::cerr << "epbrokerd: " << broker.error().message << "\n";
@@ -117,22 +122,43 @@ int main(int argc, char** argv) {
   log("serving " + std::string(dbus::kBusName) + " (" +
       std::to_string((*broker)->devices().size()) + " devices)");
 
-  // 5. Tick: reap retired objects, feed the watchdog, watch for idleness.
+  // 5. Sleep until something happens: a signal, a wake-up from the service (a
+  //    session retired, a job finished), the watchdog's half-period, or the
+  //    end of the idle timeout. An idle daemon without a watchdog never wakes.
   const auto idle_timeout = cfg->daemon.idle_timeout;
+  std::uint64_t watchdog_usec = 0;
+  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
   auto idle_since = Clock::now();
+  bool was_idle = true;
   int exit_code = 0;
   while (true) {
-    timespec tick{1, 0};
-    const int sig = sigtimedwait(&sigs, nullptr, &tick);
+    auto wait = std::chrono::microseconds(std::chrono::hours(24));
+    if (watchdog) wait = std::min(wait, std::chrono::microseconds(watchdog_usec / 2));
+    if (was_idle && idle_timeout.count() > 0) {
+      const auto left = idle_timeout - (Clock::now() - idle_since);
+      wait = std::min(wait, std::chrono::duration_cast<std::chrono::microseconds>(left));
+    } else if (!was_idle && idle_timeout.count() > 0) {
+      // Busy: look again now and then (a session may end without a wake-up).
+      wait = std::min(wait, std::chrono::microseconds(std::chrono::seconds(1)));
+    }
+    wait = std::max(wait, std::chrono::microseconds(1000));
+    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
+    timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((wait - secs).count() * 1000)};
+    const int sig = sigtimedwait(&sigs, nullptr, &ts);
     if (sig == SIGTERM || sig == SIGINT) {
       log("stopping on signal");
       break;
     }
     service.reap();
-    sd_notify(0, "WATCHDOG=1");
-    if (!(*broker)->idle()) {
-      idle_since = Clock::now();
+    if (watchdog) sd_notify(0, "WATCHDOG=1");
+    const bool idle = (*broker)->idle();
+    if (!idle) {
+      was_idle = false;
       continue;
+    }
+    if (!was_idle) {
+      was_idle = true;
+      idle_since = Clock::now();
     }
     if (idle_timeout.count() > 0 && Clock::now() - idle_since >= idle_timeout) {
       log("idle, exiting");

@@ -301,8 +301,11 @@ sdbus::ObjectPath Service::publish_session(std::uint64_t id) {
 }
 
 void Service::retire_session(std::uint64_t id) {
-  std::lock_guard lock(mu_);
-  retired_sessions_.push_back(id);
+  {
+    std::lock_guard lock(mu_);
+    retired_sessions_.push_back(id);
+  }
+  if (wake_) wake_();
 }
 
 void Service::reap() {
@@ -338,6 +341,7 @@ void Service::job_changed(const core::JobSnapshot& job) {
     if (it != jobs_.end()) object = it->second;
   }
   if (object) object->changed(job);
+  if (core::is_final(job.state) && wake_) wake_();
 }
 
 void Service::providers_changed() {

@@ -7,6 +7,7 @@
 #include <sdbus-c++/sdbus-c++.h>
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -102,6 +103,9 @@ class Service final : public core::BrokerListener {
   // Objects cannot be destroyed inside their own callbacks: queued, then reaped.
   void retire_session(std::uint64_t id);
   void reap();
+  // Called (from any thread) when something the main loop watches changed: a
+  // session retired, a job finished. main.cpp wakes its loop with it.
+  void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
   void set_stopping() { stopping_ = true; }
   bool stopping() const { return stopping_; }
 
@@ -123,6 +127,7 @@ class Service final : public core::BrokerListener {
   std::map<std::uint64_t, std::shared_ptr<JobObject>> jobs_;
   std::map<std::uint64_t, std::unique_ptr<SessionObject>> sessions_;
   std::vector<std::uint64_t> retired_sessions_;
+  std::function<void()> wake_;
   std::atomic<bool> stopping_{false};
 };
 
