@@ -42,6 +42,7 @@ Broker::Broker(BrokerOptions options, BrokerListener* listener, store::Store sto
       listener_(listener),
       store_(std::move(store)),
       devices_(std::move(devices)),
+      machine_(hardware::to_machine_info(devices_)),
       jobs_([this](const JobSnapshot& s) {
         if (listener_) listener_->job_changed(s);
       }),
@@ -121,7 +122,7 @@ void Broker::load_catalog_cache() {
 }
 
 std::optional<CatalogEntry> Broker::best_entry(const std::string& name, std::string* reason) const {
-  const auto machine = hardware::to_machine_info(devices_);
+  const auto& machine = machine_;
   std::optional<CatalogEntry> best;
   std::lock_guard lock(mu_);
   for (const auto& e : catalog_) {
@@ -145,7 +146,7 @@ ProviderView Broker::view_of(const CatalogEntry* entry,
   v.version = m.version.text;
   v.vendor = m.vendor;
   v.remote = entry ? entry->remote : "";
-  const auto machine = hardware::to_machine_info(devices_);
+  const auto& machine = machine_;
   auto c = catalog::check_compatibility(machine, any_ort(), m);
   if (auto* match = std::get_if<catalog::Match>(&c)) v.devices = match->device_ids;
   if (installed) {
@@ -469,7 +470,7 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
   SessionGrant grant;
   std::vector<store::LeaseId> leases;
   std::vector<std::string> lease_names;
-  const auto machine = hardware::to_machine_info(devices_);
+  const auto& machine = machine_;
   for (auto& v : candidates) {
     if (!request.providers.empty() && std::find(request.providers.begin(), request.providers.end(),
                                                 v.name) == request.providers.end()) {

@@ -148,6 +148,7 @@ class Broker {
   mutable std::mutex mu_;  // guards catalog_, revision_, expires_, session_leases_
   store::Store store_;
   std::vector<hardware::Device> devices_;
+  catalog::MachineInfo machine_;  // devices_ as compatibility matching sees them (fixed)
   std::vector<CatalogEntry> catalog_;
   std::uint64_t revision_ = 0;
   std::string expires_;
