@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "catalog/json_fields.hpp"
 #include "catalog/text.hpp"
 
 namespace catalog {
@@ -30,34 +31,9 @@ std::unexpected<Error> bad(const std::string& path, std::string_view what) {
   return fail(Errc::bad_field, path + ": " + std::string(what));
 }
 
-std::string_view kind_of(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "integer";
-    case json::value_t::number_float:
-      return "float";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    case json::value_t::binary:
-      return "binary";
-    case json::value_t::discarded:
-      return "discarded";
-  }
-  return "unknown";
-}
-
 std::unexpected<Error> wrong_type(const std::string& path, std::string_view expected,
                                   const json& got) {
-  return bad(path, "expected " + std::string(expected) + ", got " + std::string(kind_of(got)));
+  return ::catalog::json::wrong_type(path, expected, got);
 }
 
 bool is_identifier(std::string_view key) {
@@ -450,7 +426,7 @@ Result<EpMetadata> parse_object(const json& obj, const std::string& path) {
 Result<EpMetadata> parse_ep_metadata(const nlohmann::json& custom) {
   try {
     if (!custom.is_object()) return wrong_type("custom", "object", custom);
-    const json* obj = find_member(custom, kEpMetadataKey.data());
+    const nlohmann::json* obj = find_member(custom, kEpMetadataKey.data());
     if (obj == nullptr) return bad(std::string(kEpMetadataKey), "missing");
     return parse_object(*obj, std::string(kEpMetadataKey));
   } catch (const std::exception& e) {
@@ -460,7 +436,7 @@ Result<EpMetadata> parse_ep_metadata(const nlohmann::json& custom) {
 }
 
 nlohmann::json to_json(const EpMetadata& m) {
-  json o = json::object();
+  nlohmann::json o = nlohmann::json::object();
   o["schema"] = kEpMetadataSchema;
   o["name"] = m.name;
   o["version"] = m.version.text;
@@ -469,9 +445,9 @@ nlohmann::json to_json(const EpMetadata& m) {
   o["arch"] = m.arch;
   o["ort_min"] = m.ort_min.text;
   o["library"] = m.library;
-  json supports = json::array();
+  nlohmann::json supports = nlohmann::json::array();
   for (const DeviceSupport& s : m.supports) {
-    json e = json::object();
+    nlohmann::json e = nlohmann::json::object();
     e["type"] = std::string(device_type_name(s.type));
     if (!s.vendor_ids.empty()) e["vendor_ids"] = s.vendor_ids;
     if (!s.device_ids.empty()) e["device_ids"] = s.device_ids;
@@ -482,7 +458,7 @@ nlohmann::json to_json(const EpMetadata& m) {
   o["supports"] = std::move(supports);
   if (!m.required_sonames.empty()) o["requires"] = m.required_sonames;
   if (!m.description.empty()) o["description"] = m.description;
-  json custom = json::object();
+  nlohmann::json custom = nlohmann::json::object();
   custom[std::string(kEpMetadataKey)] = std::move(o);
   return custom;
 }
@@ -497,16 +473,17 @@ Result<EpMetadata> parse_ep_metadata_text(std::string_view json_text) {
     std::vector<std::set<std::string>> open_objects;
     std::string duplicate;
     bool has_duplicate = false;
-    const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
+    const nlohmann::json::parser_callback_t track = [&](int, nlohmann::json::parse_event_t event,
+                                                        nlohmann::json& parsed) {
       switch (event) {
-        case json::parse_event_t::object_start:
+        case nlohmann::json::parse_event_t::object_start:
           open_objects.emplace_back();
           break;
-        case json::parse_event_t::object_end:
+        case nlohmann::json::parse_event_t::object_end:
           if (!open_objects.empty()) open_objects.pop_back();
           break;
-        case json::parse_event_t::key:
-          if (const auto* key = parsed.get_ptr<const json::string_t*>();
+        case nlohmann::json::parse_event_t::key:
+          if (const auto* key = parsed.get_ptr<const nlohmann::json::string_t*>();
               key != nullptr && !open_objects.empty() && !has_duplicate &&
               !open_objects.back().insert(*key).second) {
             has_duplicate = true;
@@ -518,8 +495,8 @@ Result<EpMetadata> parse_ep_metadata_text(std::string_view json_text) {
       }
       return true;
     };
-    const json doc = json::parse(json_text.begin(), json_text.end(), track,
-                                 /*allow_exceptions=*/false);
+    const nlohmann::json doc = nlohmann::json::parse(json_text.begin(), json_text.end(), track,
+                                                     /*allow_exceptions=*/false);
     if (doc.is_discarded()) return fail(Errc::malformed, "EP metadata is not valid JSON");
     if (has_duplicate) {
       return fail(Errc::malformed,

@@ -14,6 +14,34 @@ std::unexpected<Error> field_error(std::string_view path, std::string_view what)
   return fail(Errc::bad_field, std::string(path) + ": " + std::string(what));
 }
 
+std::string_view type_name(const json& v) {
+  switch (v.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "float";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::object:
+      return "object";
+    default:
+      return "other";
+  }
+}
+
+std::unexpected<Error> wrong_type(std::string_view path, std::string_view expected,
+                                  const json& got) {
+  return field_error(path,
+                     "expected " + std::string(expected) + ", got " + std::string(type_name(got)));
+}
+
 namespace {
 
 Result<const json*> lookup(const json& obj, std::string_view key, std::string_view path) {

@@ -38,4 +38,10 @@ Result<std::uint64_t> as_uint(const json& v, std::string_view path);
 
 std::string join(std::string_view path, std::string_view key);
 
+// "null", "boolean", "integer", "float", "string", "array", "object" (else "other").
+std::string_view type_name(const json& v);
+// Errc::bad_field "path: expected EXPECTED, got TYPE".
+std::unexpected<Error> wrong_type(std::string_view path, std::string_view expected,
+                                  const json& got);
+
 }  // namespace catalog::json

@@ -130,7 +130,6 @@ int main(int argc, char** argv) {
   const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
   auto idle_since = Clock::now();
   bool was_idle = true;
-  int exit_code = 0;
   while (true) {
     auto wait = std::chrono::microseconds(std::chrono::hours(24));
     if (watchdog) wait = std::min(wait, std::chrono::microseconds(watchdog_usec / 2));
@@ -178,5 +177,5 @@ int main(int argc, char** argv) {
   sigtimedwait(&sigs, nullptr, &drain);
   conn->leaveEventLoop();
   broker->reset();
-  return exit_code;
+  return 0;
 }

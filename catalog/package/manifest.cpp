@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "catalog/json_fields.hpp"
 #include "catalog/text.hpp"
 
 namespace catalog::package {
@@ -23,31 +24,9 @@ std::unexpected<Error> bad(const std::string& path, std::string_view what) {
   return fail(Errc::bad_field, path + ": " + std::string(what));
 }
 
-std::string_view kind_of(const json& v) {
-  switch (v.type()) {
-    case json::value_t::null:
-      return "null";
-    case json::value_t::boolean:
-      return "boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned:
-      return "integer";
-    case json::value_t::number_float:
-      return "float";
-    case json::value_t::string:
-      return "string";
-    case json::value_t::array:
-      return "array";
-    case json::value_t::object:
-      return "object";
-    default:
-      return "other";
-  }
-}
-
 std::unexpected<Error> wrong_type(const std::string& path, std::string_view expected,
                                   const json& got) {
-  return bad(path, "expected " + std::string(expected) + ", got " + std::string(kind_of(got)));
+  return ::catalog::json::wrong_type(path, expected, got);
 }
 
 // Checks that `obj` is an object with no key outside `known`.

@@ -83,7 +83,6 @@ Result<std::unique_ptr<Broker>> Broker::create(BrokerOptions options, BrokerList
 }
 
 Broker::~Broker() {
-  stopping_.store(true);
   jobs_.cancel_all();
   std::lock_guard lock(threads_mu_);
   threads_.clear();  // jthread joins each worker
@@ -122,12 +121,11 @@ void Broker::load_catalog_cache() {
 }
 
 std::optional<CatalogEntry> Broker::best_entry(const std::string& name, std::string* reason) const {
-  const auto& machine = machine_;
   std::optional<CatalogEntry> best;
   std::lock_guard lock(mu_);
   for (const auto& e : catalog_) {
     if (e.meta.name != name) continue;
-    auto c = catalog::check_compatibility(machine, any_ort(), e.meta);
+    auto c = catalog::check_compatibility(machine_, any_ort(), e.meta);
     if (auto* ex = std::get_if<catalog::Exclusion>(&c)) {
       if (reason && !best) *reason = ex->message;
       continue;
@@ -146,8 +144,7 @@ ProviderView Broker::view_of(const CatalogEntry* entry,
   v.version = m.version.text;
   v.vendor = m.vendor;
   v.remote = entry ? entry->remote : "";
-  const auto& machine = machine_;
-  auto c = catalog::check_compatibility(machine, any_ort(), m);
+  auto c = catalog::check_compatibility(machine_, any_ort(), m);
   if (auto* match = std::get_if<catalog::Match>(&c)) v.devices = match->device_ids;
   if (installed) {
     v.state = "ready";
@@ -470,7 +467,6 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
   SessionGrant grant;
   std::vector<store::LeaseId> leases;
   std::vector<std::string> lease_names;
-  const auto& machine = machine_;
   for (auto& v : candidates) {
     if (!request.providers.empty() && std::find(request.providers.begin(), request.providers.end(),
                                                 v.name) == request.providers.end()) {
@@ -504,7 +500,6 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
     }
     grant.providers.push_back(std::move(v));
   }
-  (void)machine;
   // 3. The lease itself.
   auto id = sessions_.open(ctx, lease_names);
   if (!id) {

@@ -7,7 +7,6 @@
 // come from either.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -157,7 +156,6 @@ class Broker {
   SessionRegistry sessions_;
   std::mutex threads_mu_;
   std::vector<std::jthread> threads_;
-  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace epbrokerd::core

@@ -33,7 +33,7 @@ Dict to_dict(const hardware::Device& d) {
   return out;
 }
 
-Dict to_dict(const core::ProviderView& p, const std::string&) {
+Dict to_dict(const core::ProviderView& p) {
   Dict out{{"name", sdbus::Variant(p.name)},       {"ep_names", sdbus::Variant(p.ep_names)},
            {"version", sdbus::Variant(p.version)}, {"vendor", sdbus::Variant(p.vendor)},
            {"state", sdbus::Variant(p.state)},     {"devices", sdbus::Variant(p.devices)},

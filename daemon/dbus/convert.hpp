@@ -14,7 +14,7 @@ namespace epbrokerd::dbus {
 using Dict = std::map<std::string, sdbus::Variant>;
 
 Dict to_dict(const hardware::Device& d);
-Dict to_dict(const core::ProviderView& p, const std::string& job_path_prefix);
+Dict to_dict(const core::ProviderView& p);
 Dict to_dict(const core::VerifyResult& r);
 
 std::string job_path(std::uint64_t id);      // /org/epbroker/Broker1/job/N

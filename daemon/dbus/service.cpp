@@ -140,7 +140,7 @@ Dicts BrokerObject::ListDevices() {
 Dicts BrokerObject::ListProviders() {
   return guarded([&] {
     Dicts out;
-    for (const auto& p : service_.broker().providers()) out.push_back(to_dict(p, ""));
+    for (const auto& p : service_.broker().providers()) out.push_back(to_dict(p));
     return out;
   });
 }
@@ -224,7 +224,7 @@ std::tuple<sdbus::ObjectPath, Dicts> BrokerObject::RequestSession(
     Dicts providers;
     for (const auto& p : grant.providers) {
       if (p.job != 0) service_.publish_job(p.job);
-      providers.push_back(to_dict(p, ""));
+      providers.push_back(to_dict(p));
     }
     return std::make_tuple(service_.publish_session(grant.session), providers);
   });
