@@ -18,9 +18,9 @@ namespace {
 
 using nlohmann::json;
 
-constexpr std::array<std::string_view, 11> kTopKeys = {
-    "schema",  "name",    "version",  "ep_names", "vendor",     "arch",
-    "ort_min", "library", "supports", "requires", "description"};
+constexpr std::array<std::string_view, 12> kTopKeys = {
+    "schema", "name",    "kind",    "version",  "ep_names", "vendor",
+    "arch",   "ort_min", "library", "supports", "requires", "description"};
 constexpr std::array<std::string_view, 5> kSupportKeys = {"type", "vendor_ids", "device_ids",
                                                           "driver", "driver_min"};
 constexpr std::array<std::string_view, 2> kArches = {"x86_64", "aarch64"};
@@ -352,6 +352,19 @@ Result<EpMetadata> parse_object(const json& obj, const std::string& path) {
     }
     m.name = std::move(*r);
   }
+  if (const json* v = find_member(obj, "kind")) {
+    const std::string kind_path = member_path(path, "kind");
+    std::size_t chars = 0;
+    EPB_TRY(r, read_string(*v, kind_path, chars));
+    if (*r == "execution_provider") {
+      m.kind = PackageKind::execution_provider;
+    } else if (*r == "runtime") {
+      m.kind = PackageKind::runtime;
+    } else {
+      return bad(kind_path,
+                 "unknown kind " + quote_for_message(*r) + " (known: execution_provider, runtime)");
+    }
+  }
   {
     EPB_TRY(v, member("version"));
     EPB_TRY(r, read_version(**v, member_path(path, "version")));
@@ -360,8 +373,10 @@ Result<EpMetadata> parse_object(const json& obj, const std::string& path) {
   {
     EPB_TRY(v, member("ep_names"));
     const std::string list_path = member_path(path, "ep_names");
+    // A runtime may list no EP (its built-in ones are informational).
+    const std::size_t min_names = m.kind == PackageKind::runtime ? 0 : 1;
     EPB_TRY(r, read_list<std::string>(
-                   **v, list_path, 1, kMaxEpNames, [](const json& e, const std::string& p) {
+                   **v, list_path, min_names, kMaxEpNames, [](const json& e, const std::string& p) {
                      return read_token(e, p, kMaxEpNameLength, is_ep_name_char, "[A-Za-z0-9_.-]");
                    }));
     for (std::size_t i = 0; i < r->size(); ++i) {
@@ -423,6 +438,10 @@ Result<EpMetadata> parse_object(const json& obj, const std::string& path) {
 
 }  // namespace
 
+std::string_view package_kind_name(PackageKind k) {
+  return k == PackageKind::runtime ? "runtime" : "execution_provider";
+}
+
 Result<EpMetadata> parse_ep_metadata(const nlohmann::json& custom) {
   try {
     if (!custom.is_object()) return wrong_type("custom", "object", custom);
@@ -439,6 +458,7 @@ nlohmann::json to_json(const EpMetadata& m) {
   nlohmann::json o = nlohmann::json::object();
   o["schema"] = kEpMetadataSchema;
   o["name"] = m.name;
+  if (m.kind != PackageKind::execution_provider) o["kind"] = std::string(package_kind_name(m.kind));
   o["version"] = m.version.text;
   o["ep_names"] = m.ep_names;
   o["vendor"] = m.vendor;

@@ -41,6 +41,14 @@ inline constexpr std::size_t kMaxDescriptionLength = 1024;
 // parse_ep_metadata_text() refuses larger input (Errc::too_many).
 inline constexpr std::size_t kMaxEpMetadataTextBytes = 1 << 20;
 
+// What a package provides. An execution_provider package carries a plugin EP
+// library that apps register in their own ONNX Runtime; a runtime package carries
+// libonnxruntime itself (its version is the ONNX Runtime version it provides), for
+// apps built only against ORT's headers (the shared-runtime case). JSON "kind":
+// "execution_provider" (the default when absent) or "runtime".
+enum class PackageKind { execution_provider, runtime };
+std::string_view package_kind_name(PackageKind k);
+
 // One kind of device the EP can run on ("supports" entry). A device qualifies when
 // every given constraint holds (see catalog/compat.hpp).
 struct DeviceSupport {
@@ -57,14 +65,17 @@ struct DeviceSupport {
 // parse_ep_metadata() satisfy every rule of the format; values built by hand are
 // checked only when parsed (e.g. parse_ep_metadata(to_json(m))).
 struct EpMetadata {
-  std::string name;                           // package name, [a-z0-9][a-z0-9._-]{0,63}
-  VersionText version;                        // package version
-  std::vector<std::string> ep_names;          // EP registration names, 1..16, unique
-  std::string vendor;                         // who built the EP (free text, printable)
-  std::string arch;                           // "x86_64" or "aarch64"
-  VersionText ort_min;                        // minimum ONNX Runtime version
-  std::string library;                        // relative path of the EP library in the package
-  std::vector<DeviceSupport> supports;        // 1..64 entries
+  std::string name;  // package name, [a-z0-9][a-z0-9._-]{0,63}
+  PackageKind kind = PackageKind::execution_provider;
+  VersionText version;  // package version (for a runtime: the ORT version it provides)
+  // EP registration names, unique: 1..16 for an execution_provider; 0..16 for a
+  // runtime (the EPs built into it, informational).
+  std::vector<std::string> ep_names;
+  std::string vendor;                   // who built the EP (free text, printable)
+  std::string arch;                     // "x86_64" or "aarch64"
+  VersionText ort_min;                  // minimum ONNX Runtime version
+  std::string library;                  // relative path of the EP library (runtime: libonnxruntime)
+  std::vector<DeviceSupport> supports;  // 1..64 entries
   std::vector<std::string> required_sonames;  // JSON "requires": shared libraries needed
   std::string description;                    // optional free text; "" when absent
 

@@ -140,8 +140,10 @@ ProviderView Broker::view_of(const CatalogEntry* entry,
   ProviderView v;
   const catalog::EpMetadata& m = installed ? installed->manifest.ep : entry->meta;
   v.name = m.name;
+  v.kind = std::string(catalog::package_kind_name(m.kind));
   v.ep_names = m.ep_names;
   v.version = m.version.text;
+  v.ort_min = m.ort_min.text;
   v.vendor = m.vendor;
   v.remote = entry ? entry->remote : "";
   auto c = catalog::check_compatibility(machine_, any_ort(), m);
@@ -242,15 +244,29 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
       : inner_(inner), job_(job), total_(total) {}
   Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
                      const catalog::tuf::ChunkSink& sink) override {
-    return inner_.fetch(url, max_bytes, [&](std::span<const std::byte> chunk) -> Result<void> {
+    return inner_.fetch(url, max_bytes, counted(sink));
+  }
+  Result<void> fetch_from(const std::string& url, std::uint64_t offset, std::uint64_t max_bytes,
+                          const catalog::tuf::StartSink& on_start,
+                          const catalog::tuf::ChunkSink& sink) override {
+    // A resumed download has its prefix done already (progress never goes back).
+    auto start = [&](std::uint64_t from) {
+      done_ = std::max(done_, from);
+      return on_start(from);
+    };
+    return inner_.fetch_from(url, offset, max_bytes, start, counted(sink));
+  }
+
+ private:
+  catalog::tuf::ChunkSink counted(const catalog::tuf::ChunkSink& sink) {
+    return [this, &sink](std::span<const std::byte> chunk) -> Result<void> {
       if (job_.cancel_requested()) return fail(Errc::cancelled, "cancelled");
       done_ += chunk.size();
       if (total_ > 0) job_.set_progress(std::min(done_, total_), total_);
       return sink(chunk);
-    });
+    };
   }
 
- private:
   catalog::tuf::Fetcher& inner_;
   Job& job_;
   std::uint64_t total_;
@@ -264,11 +280,22 @@ const config::Remote* find_remote(const config::Config& c, const std::string& na
   return nullptr;
 }
 
-catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config::Remote& r) {
+// `job` must outlive the Updater: cancelling it stops fetches and backoff waits.
+catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config::Remote& r,
+                                           const Job& job) {
   catalog::tuf::UpdaterConfig u;
   u.metadata_dir = c.paths.state_dir / "remotes" / r.name / "metadata";
+  // The primary, then the configured mirrors in order (catalog/tuf/mirrors.hpp
+  // says which failures fall through to the next).
   u.metadata_base_url = r.primary.metadata_url;
   u.target_base_url = r.primary.targets_url;
+  for (const auto& m : r.mirrors) u.mirrors.push_back({m.metadata_url, m.targets_url});
+  // Transient failures: up to 4 rounds over the mirrors, 200 ms doubling to 5 s
+  // between them; an interrupted target resumes from its partial file.
+  u.retry = {.attempts = 4,
+             .initial_backoff = std::chrono::milliseconds(200),
+             .max_backoff = std::chrono::seconds(5)};
+  u.cancel = [&job] { return job.cancel_requested(); };
   u.target_dir = c.paths.cache_dir / "downloads" / r.name;
   return u;
 }
@@ -298,7 +325,7 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   job->set_progress(0, entry.length);
   auto fetcher = options_.fetcher_factory(*remote);
   ProgressFetcher progress(*fetcher, *job, entry.length);
-  auto ucfg = updater_config(options_.config, *remote);
+  auto ucfg = updater_config(options_.config, *remote, *job);
   if (auto ok = ensure_trusted_root(*remote, ucfg.metadata_dir); !ok) {
     job->fail(ok.error());
     return;
@@ -361,7 +388,7 @@ Result<std::uint64_t> Broker::refresh(const RequestContext& ctx) {
 
 Result<std::vector<CatalogEntry>> Broker::refresh_remote(const config::Remote& remote, Job& job) {
   auto fetcher = options_.fetcher_factory(remote);
-  auto ucfg = updater_config(options_.config, remote);
+  auto ucfg = updater_config(options_.config, remote, job);
   if (auto ok = ensure_trusted_root(remote, ucfg.metadata_dir); !ok) {
     return std::unexpected(ok.error());
   }

@@ -44,8 +44,10 @@ struct CatalogEntry {
 
 struct ProviderView {
   std::string name;
+  std::string kind = "execution_provider";  // or "runtime" (catalog::PackageKind)
   std::vector<std::string> ep_names;
   std::string version;
+  std::string ort_min;  // the package's minimum ONNX Runtime
   std::string vendor;
   std::string state;  // ready | available | installing | incompatible
   std::vector<std::string> devices;

@@ -34,7 +34,8 @@ Dict to_dict(const hardware::Device& d) {
 }
 
 Dict to_dict(const core::ProviderView& p) {
-  Dict out{{"name", sdbus::Variant(p.name)},       {"ep_names", sdbus::Variant(p.ep_names)},
+  Dict out{{"name", sdbus::Variant(p.name)},       {"kind", sdbus::Variant(p.kind)},
+           {"ort_min", sdbus::Variant(p.ort_min)}, {"ep_names", sdbus::Variant(p.ep_names)},
            {"version", sdbus::Variant(p.version)}, {"vendor", sdbus::Variant(p.vendor)},
            {"state", sdbus::Variant(p.state)},     {"devices", sdbus::Variant(p.devices)},
            {"size", sdbus::Variant(p.size)},       {"remote", sdbus::Variant(p.remote)}};

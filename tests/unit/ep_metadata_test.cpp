@@ -147,6 +147,33 @@ TEST(EpMetadataTest, IgnoresOtherCustomKeys) {
   EXPECT_EQ(parse_ok(c), parse_ok(minimal()));
 }
 
+TEST(EpMetadataTest, KindDefaultsToExecutionProvider) {
+  EXPECT_EQ(parse_ok(minimal()).kind, PackageKind::execution_provider);
+  // The default is not written back, so schema-1 readers without `kind` still parse it.
+  EXPECT_FALSE(to_json(parse_ok(minimal()))["epbroker"].contains("kind"));
+}
+
+TEST(EpMetadataTest, RuntimePackageMayListNoEp) {
+  json c = minimal();
+  c["epbroker"]["kind"] = "runtime";
+  c["epbroker"]["ep_names"] = json::array();
+  c["epbroker"]["library"] = "lib/libonnxruntime.so.1";
+  const EpMetadata m = parse_ok(c);
+  EXPECT_EQ(m.kind, PackageKind::runtime);
+  EXPECT_TRUE(m.ep_names.empty());
+  EXPECT_EQ(to_json(m)["epbroker"]["kind"], "runtime");
+  EXPECT_EQ(parse_ok(to_json(m)), m);
+}
+
+TEST(EpMetadataTest, ExecutionProviderNeedsAnEpName) {
+  json c = minimal();
+  c["epbroker"]["kind"] = "execution_provider";
+  c["epbroker"]["ep_names"] = json::array();
+  const auto r = parse_ep_metadata(c);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_THAT(r.error().message, HasSubstr("epbroker.ep_names"));
+}
+
 // ---- malformed inputs ------------------------------------------------------------
 
 struct BadCase {
@@ -353,6 +380,9 @@ const BadCase kBadCases[] = {
      "epbroker.description: longer than 1024 characters"},
     {"DescriptionNumber", set("description", 3), kBad,
      "epbroker.description: expected string, got integer"},
+    {"KindUnknown", set("kind", "driver"), kBad,
+     "epbroker.kind: unknown kind \"driver\" (known: execution_provider, runtime)"},
+    {"KindNotString", set("kind", 1), kBad, "epbroker.kind: expected string, got integer"},
     {"DescriptionNul", set("description", std::string("a\0b", 3)), kBad,
      "epbroker.description: control or bidirectional character at offset 1"},
     {"DescriptionSurrogate", set("description", "x\xed\xa0\x80"), kBad,
