@@ -8,6 +8,7 @@
 #     onnxruntime/             include/ (1.29 headers), lib/ (1.30 lib), lib-1.29/, VERSION
 #     venv/                    python-tuf for the interop tests
 #     ep-packages/NAME/stage/  vendor EP packages staged by ep-packages/NAME/recipe.sh
+#     models/magika/           the demo's model (scripts/demo/fetch-model.sh)
 #     env.sh                   exports EPBROKER_CACHE, EPBROKER_ORT_ROOT, EPBROKER_PYTHON
 set -euo pipefail
 
@@ -53,7 +54,7 @@ PACKAGES=(
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libcurl4-openssl-dev libssl-dev
   nlohmann-json3-dev libarchive-dev libspdlog-dev libgtest-dev libgmock-dev
   dbus-daemon python3 python3-venv zstd curl ca-certificates unzip patchelf libxml2-utils systemd
-  libonnx-testdata mesa-vulkan-drivers libvulkan1
+  libonnx-testdata mesa-vulkan-drivers libvulkan1 nginx-light
 )
 # Node/npm are only needed for `npm pack`; keep any node already installed.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
@@ -187,6 +188,10 @@ for recipe in openvino webgpu; do
   EPBROKER_CACHE="$CACHE" EPBROKER_PYTHON="$VENV/bin/python" \
     "$REPO_ROOT/ep-packages/$recipe/recipe.sh" || die "ep-packages/$recipe/recipe.sh failed"
 done
+
+# --- 5b. The demo's model (Magika, from its PyPI wheel; pinned in the script) ----
+EPBROKER_CACHE="$CACHE" EPBROKER_PYTHON="$VENV/bin/python" \
+  "$REPO_ROOT/scripts/demo/fetch-model.sh" || die "scripts/demo/fetch-model.sh failed"
 
 # --- 6. env.sh and summary -------------------------------------------------------
 ENV_LINES="export EPBROKER_CACHE=$(printf '%q' "$CACHE")
