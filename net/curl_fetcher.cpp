@@ -54,12 +54,18 @@ Error status_error(const std::string& url, long status) {
 struct Transfer {
   CURL* curl = nullptr;
   const std::string* url = nullptr;
-  std::uint64_t max_bytes = 0;
+  std::uint64_t max_bytes = 0;  // of the whole resource
   const catalog::tuf::ChunkSink* sink = nullptr;
+  const catalog::tuf::StartSink* on_start = nullptr;  // fetch_from() only
+  std::uint64_t range = 0;                            // asked start; 0: no Range header
 
-  std::optional<std::uint64_t> content_length;  // of the response whose headers arrive
-  bool status_checked = false;                  // first body byte seen, status was 2xx
-  bool bad_status = false;                      // aborted: final answer is not 2xx
+  std::optional<std::uint64_t> content_length;       // of the response whose headers arrive
+  std::optional<std::uint64_t> content_range_start;  // likewise, from Content-Range
+  bool started = false;         // the body's start is decided (and told to on_start)
+  std::uint64_t start = 0;      // where the body starts in the resource
+  bool range_refused = false;   // aborted: a 206 for a range not asked for
+  bool status_checked = false;  // first body byte seen, status was 2xx
+  bool bad_status = false;      // aborted: final answer is not 2xx
   long status = 0;
   std::uint64_t delivered = 0;
   std::optional<Error> error;  // set by a callback that aborted the transfer
@@ -89,8 +95,58 @@ std::optional<std::uint64_t> parse_content_length(std::string_view line) {
   return value;
 }
 
+// Parses "Content-Range: bytes FIRST-LAST/TOTAL" for FIRST.
+std::optional<std::uint64_t> parse_content_range_start(std::string_view line) {
+  constexpr std::string_view kName = "content-range:";
+  if (!starts_with_nocase(line, kName)) return std::nullopt;
+  line.remove_prefix(kName.size());
+  while (!line.empty() && (line.front() == ' ' || line.front() == '\t')) line.remove_prefix(1);
+  if (!starts_with_nocase(line, "bytes ")) return std::nullopt;
+  line.remove_prefix(6);
+  std::uint64_t first = 0;
+  auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), first);
+  if (ec != std::errc() || end == line.data() || end == line.data() + line.size() || *end != '-') {
+    return std::nullopt;
+  }
+  return first;
+}
+
 // The return value that makes libcurl abort a transfer: anything but the size given.
 std::size_t abort_transfer(std::size_t n) { return n == 0 ? 1 : 0; }
+
+// Decides where the final (2xx) answer's body starts, checks its announced length
+// against what is left of the cap, and tells on_start. False: abort (t->error or
+// t->range_refused says why).
+bool start_body(Transfer* t) {
+  if (t->started) return true;
+  const long status = response_code(t->curl);
+  if (status == 206) {
+    // Partial content counts only as the range asked for; anything else (no
+    // Range asked, another start, no Content-Range) is refused, not guessed at.
+    if (t->range == 0 || t->content_range_start != t->range) {
+      t->range_refused = true;
+      return false;
+    }
+    t->start = t->range;
+  } else {
+    t->start = 0;  // a 200 to a range request: the whole resource
+  }
+  const std::uint64_t room = t->max_bytes - t->start;
+  if (t->content_length && *t->content_length > room) {
+    t->error = Error{Errc::length_mismatch, cap_message(*t) + " (Content-Length " +
+                                                std::to_string(*t->content_length) + " from byte " +
+                                                std::to_string(t->start) + ")"};
+    return false;
+  }
+  t->started = true;
+  if (t->on_start != nullptr) {
+    if (auto r = (*t->on_start)(t->start); !r) {
+      t->error = std::move(r.error());
+      return false;
+    }
+  }
+  return true;
+}
 
 // Called once per header line of every response (redirects and 1xx included).
 std::size_t on_header(char* data, std::size_t size, std::size_t count, void* user) {
@@ -100,16 +156,16 @@ std::size_t on_header(char* data, std::size_t size, std::size_t count, void* use
   if (t->status_checked) return n;  // trailers after the body: nothing to check
   if (starts_with_nocase(line, "HTTP/")) {
     t->content_length.reset();  // a new response begins
+    t->content_range_start.reset();
   } else if (auto len = parse_content_length(line)) {
     t->content_length = std::max(t->content_length.value_or(0), *len);
+  } else if (auto first = parse_content_range_start(line)) {
+    t->content_range_start = *first;
   } else if (line == "\r\n" || line == "\n") {
-    // End of this response's headers: refuse an announced body over the cap before
-    // a single body byte is read. Redirects and error answers are handled elsewhere.
-    if (t->content_length && *t->content_length > t->max_bytes && is_2xx(response_code(t->curl))) {
-      t->error = Error{Errc::length_mismatch, cap_message(*t) + " (Content-Length " +
-                                                  std::to_string(*t->content_length) + ")"};
-      return abort_transfer(n);
-    }
+    // End of this response's headers: decide where the body starts and refuse an
+    // announced body over the cap before a single body byte is read. Redirects
+    // and error answers are handled elsewhere.
+    if (is_2xx(response_code(t->curl)) && !start_body(t)) return abort_transfer(n);
   }
   return n;
 }
@@ -125,9 +181,10 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
       return abort_transfer(n);
     }
     t->status_checked = true;
+    if (!start_body(t)) return abort_transfer(n);  // no header block seen (HTTP/0.9)
   }
   if (n == 0) return n;
-  if (n > t->max_bytes - t->delivered) {
+  if (n > t->max_bytes - t->start - t->delivered) {
     t->error = Error{Errc::length_mismatch, cap_message(*t)};
     return abort_transfer(n);
   }
@@ -176,6 +233,36 @@ CurlFetcher::CurlFetcher(CurlFetcherOptions options) : options_(std::move(option
 
 Result<void> CurlFetcher::fetch(const std::string& url, std::uint64_t max_bytes,
                                 const catalog::tuf::ChunkSink& sink) {
+  bool range_refused = false;
+  auto r = transfer(url, 0, max_bytes, nullptr, sink, &range_refused);
+  if (range_refused) return fail(Errc::network, url + ": HTTP 206 to a request without Range");
+  return r;
+}
+
+Result<void> CurlFetcher::fetch_from(const std::string& url, std::uint64_t offset,
+                                     std::uint64_t max_bytes,
+                                     const catalog::tuf::StartSink& on_start,
+                                     const catalog::tuf::ChunkSink& sink) {
+  if (offset > max_bytes) {
+    return fail(Errc::invalid_argument, url + ": offset " + std::to_string(offset) +
+                                            " is past the cap of " + std::to_string(max_bytes));
+  }
+  bool range_refused = false;
+  auto r = transfer(url, offset, max_bytes, &on_start, sink, &range_refused);
+  if (!range_refused || offset == 0) {
+    if (range_refused) return fail(Errc::network, url + ": HTTP 206 to a request without Range");
+    return r;
+  }
+  // A range answered wrongly (or 416): nothing was delivered; take it whole.
+  r = transfer(url, 0, max_bytes, &on_start, sink, &range_refused);
+  if (range_refused) return fail(Errc::network, url + ": HTTP 206 to a request without Range");
+  return r;
+}
+
+Result<void> CurlFetcher::transfer(const std::string& url, std::uint64_t range,
+                                   std::uint64_t max_bytes, const catalog::tuf::StartSink* on_start,
+                                   const catalog::tuf::ChunkSink& sink, bool* range_refused) {
+  *range_refused = false;
   const bool https = starts_with_nocase(url, "https://");
   const bool http = starts_with_nocase(url, "http://");
   if (!https && !(http && options_.allow_http)) {
@@ -198,6 +285,9 @@ Result<void> CurlFetcher::fetch(const std::string& url, std::uint64_t max_bytes,
   t.url = &url;
   t.max_bytes = max_bytes;
   t.sink = &sink;
+  t.on_start = on_start;
+  t.range = range;
+  const std::string range_text = std::to_string(range) + "-";
   char errbuf[CURL_ERROR_SIZE] = {};
 
   Setter s(curl);
@@ -227,6 +317,7 @@ Result<void> CurlFetcher::fetch(const std::string& url, std::uint64_t max_bytes,
   }
   if (!options_.ca_file.empty()) s.set(CURLOPT_CAINFO, "CAINFO", options_.ca_file.c_str());
   s.set(CURLOPT_USERAGENT, "USERAGENT", options_.user_agent.c_str());
+  if (range > 0) s.set(CURLOPT_RANGE, "RANGE", range_text.c_str());
   // No CURLOPT_ACCEPT_ENCODING: bytes are counted and handed over exactly as signed.
   s.set(CURLOPT_ERRORBUFFER, "ERRORBUFFER", errbuf);
   s.set(CURLOPT_HEADERFUNCTION, "HEADERFUNCTION", &on_header);
@@ -238,6 +329,10 @@ Result<void> CurlFetcher::fetch(const std::string& url, std::uint64_t max_bytes,
   const CURLcode rc = curl_easy_perform(curl);
 
   if (t.error) return std::unexpected(std::move(*t.error));
+  if (t.range_refused || (range > 0 && t.bad_status && t.status == 416)) {
+    *range_refused = true;
+    return fail(Errc::network, url + ": range " + range_text + " not served as asked");
+  }
   if (t.bad_status) return std::unexpected(status_error(url, t.status));
   if (rc != CURLE_OK) {
     std::string message = url + ": " + curl_easy_strerror(rc);
@@ -245,7 +340,17 @@ Result<void> CurlFetcher::fetch(const std::string& url, std::uint64_t max_bytes,
     return fail(Errc::network, std::move(message));
   }
   if (long status = response_code(curl); !is_2xx(status)) {
+    if (range > 0 && status == 416) {
+      *range_refused = true;
+      return fail(Errc::network, url + ": range " + range_text + " not satisfiable");
+    }
     return std::unexpected(status_error(url, status));
+  }
+  // An empty body: its headers may not have been seen as such (HTTP/0.9).
+  if (!start_body(&t)) {
+    if (t.error) return std::unexpected(std::move(*t.error));
+    *range_refused = true;
+    return fail(Errc::network, url + ": range " + range_text + " not served as asked");
   }
   return {};
 }

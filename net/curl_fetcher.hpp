@@ -53,9 +53,25 @@ class CurlFetcher : public catalog::tuf::Fetcher {
   catalog::Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
                               const catalog::tuf::ChunkSink& sink) override;
 
+  // A resume with "Range: bytes=OFFSET-" (contract of Fetcher::fetch_from, plus
+  // fetch()'s above). Only an HTTP 206 whose Content-Range starts at `offset`
+  // counts as resumed (on_start(offset)); a 200 is the whole resource
+  // (on_start(0)). A 206 for another range, or a 416, is not trusted: the
+  // resource is asked again without Range and delivered whole. Offset 0 sends
+  // no Range header. A 206 answer to fetch() (no Range asked) is Errc::network.
+  catalog::Result<void> fetch_from(const std::string& url, std::uint64_t offset,
+                                   std::uint64_t max_bytes, const catalog::tuf::StartSink& on_start,
+                                   const catalog::tuf::ChunkSink& sink) override;
+
   const CurlFetcherOptions& options() const { return options_; }
 
  private:
+  // One request; `range` adds "Range: bytes=N-". Sets *range_refused (and
+  // delivers nothing) when the answer is a 206 for another range or a 416.
+  catalog::Result<void> transfer(const std::string& url, std::uint64_t range,
+                                 std::uint64_t max_bytes, const catalog::tuf::StartSink* on_start,
+                                 const catalog::tuf::ChunkSink& sink, bool* range_refused);
+
   CurlFetcherOptions options_;
 };
 

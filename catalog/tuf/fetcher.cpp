@@ -17,4 +17,27 @@ Result<std::string> Fetcher::fetch_bytes(const std::string& url, std::uint64_t m
   return body;
 }
 
+Result<void> Fetcher::fetch_from(const std::string& url, std::uint64_t offset,
+                                 std::uint64_t max_bytes, const StartSink& on_start,
+                                 const ChunkSink& sink) {
+  if (offset > max_bytes) {
+    return fail(Errc::invalid_argument, url + ": offset " + std::to_string(offset) +
+                                            " is past the cap of " + std::to_string(max_bytes));
+  }
+  // Told lazily: a fetch that fails before its first byte leaves the caller's
+  // partial download as it was.
+  bool started = false;
+  auto start_once = [&]() -> Result<void> {
+    if (started) return {};
+    started = true;
+    return on_start(0);
+  };
+  auto first_then_sink = [&](std::span<const std::byte> chunk) -> Result<void> {
+    if (auto ok = start_once(); !ok) return ok;
+    return sink(chunk);
+  };
+  if (auto ok = fetch(url, max_bytes, first_then_sink); !ok) return ok;
+  return start_once();
+}
+
 }  // namespace catalog::tuf

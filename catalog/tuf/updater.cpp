@@ -1,16 +1,9 @@
 #include "catalog/tuf/updater.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <set>
 
 #include "catalog/atomic_file.hpp"
-#include "catalog/crypto/hash.hpp"
 
 namespace catalog::tuf {
 
@@ -47,14 +40,33 @@ Updater::Updater(UpdaterConfig config, Fetcher& fetcher)
       now_(config_.now
                ? *config_.now
                : std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now())) {
-  config_.metadata_base_url = with_slash(config_.metadata_base_url);
-  config_.target_base_url = with_slash(config_.target_base_url);
+  mirrors_.push_back({config_.metadata_base_url, config_.target_base_url});
+  mirrors_.insert(mirrors_.end(), config_.mirrors.begin(), config_.mirrors.end());
+  for (auto& m : mirrors_) {
+    m.metadata_base_url = with_slash(m.metadata_base_url);
+    m.target_base_url = with_slash(m.target_base_url);
+  }
 }
 
-std::string Updater::metadata_url(const std::string& role,
+std::string Updater::metadata_url(std::size_t mirror, const std::string& role,
                                   std::optional<std::uint64_t> version) const {
   std::string name = version ? std::to_string(*version) + "." + role : role;
-  return config_.metadata_base_url + url_quote(name, false) + ".json";
+  return mirrors_[mirror].metadata_base_url + url_quote(name, false) + ".json";
+}
+
+Result<std::string> Updater::fetch_metadata(
+    const std::string& role, std::optional<std::uint64_t> version, std::uint64_t cap,
+    const std::function<Result<void>(const std::string&)>& accept) {
+  std::string accepted;
+  auto ok = try_mirrors(mirrors_.size(), config_.retry, config_.cancel, [&](std::size_t i) {
+    auto bytes = fetcher_.fetch_bytes(metadata_url(i, role, version), cap);
+    if (!bytes) return Result<void>(std::unexpected(bytes.error()));
+    if (auto verified = accept(*bytes); !verified) return verified;
+    accepted = std::move(*bytes);
+    return Result<void>();
+  });
+  if (!ok) return std::unexpected(ok.error());
+  return accepted;
 }
 
 std::optional<std::string> Updater::read_local(const std::string& role) const {
@@ -97,13 +109,13 @@ Result<void> Updater::update_root_chain() {
   const std::uint64_t lower = initial.version + 1;
   const std::uint64_t upper = lower + config_.max_root_rotations;
   for (std::uint64_t next = lower; next < upper; ++next) {
-    auto bytes = fetcher_.fetch_bytes(metadata_url("root", next), config_.max_root_length);
+    auto bytes = fetch_metadata("root", next, config_.max_root_length,
+                                [&](const std::string& b) { return trusted_->update_root(b); });
     if (!bytes) {
-      // No next version published: the chain ends here.
+      // No next version published (on any mirror): the chain ends here.
       if (bytes.error().code == Errc::not_found) break;
       return std::unexpected(bytes.error());
     }
-    if (auto ok = trusted_->update_root(*bytes); !ok) return ok;
     if (auto ok = persist("root", *bytes); !ok) return ok;
   }
   // Fast-forward recovery (spec 5.3.11): after a rotation of timestamp or
@@ -127,11 +139,11 @@ Result<void> Updater::update_timestamp() {
     (void)trusted_->update_timestamp(*local);  // an invalid local copy is just ignored
   }
   // 2. The new one (never versioned in the URL).
-  auto bytes =
-      fetcher_.fetch_bytes(metadata_url("timestamp", std::nullopt), config_.max_timestamp_length);
-  if (!bytes) return std::unexpected(bytes.error());
   bool unchanged = false;
-  if (auto ok = trusted_->update_timestamp(*bytes, &unchanged); !ok) return ok;
+  auto bytes = fetch_metadata(
+      "timestamp", std::nullopt, config_.max_timestamp_length,
+      [&](const std::string& b) { return trusted_->update_timestamp(b, &unchanged); });
+  if (!bytes) return std::unexpected(bytes.error());
   if (!unchanged) return persist("timestamp", *bytes);
   return {};
 }
@@ -145,10 +157,10 @@ Result<void> Updater::update_snapshot() {
   const MetaFile& pinned = trusted_->timestamp()->signed_.snapshot_meta;
   const std::uint64_t cap = pinned.length.value_or(config_.max_snapshot_length);
   const bool consistent = trusted_->root().signed_.consistent_snapshot;
-  auto bytes = fetcher_.fetch_bytes(
-      metadata_url("snapshot", consistent ? std::optional(pinned.version) : std::nullopt), cap);
+  auto bytes =
+      fetch_metadata("snapshot", consistent ? std::optional(pinned.version) : std::nullopt, cap,
+                     [&](const std::string& b) { return trusted_->update_snapshot(b); });
   if (!bytes) return std::unexpected(bytes.error());
-  if (auto ok = trusted_->update_snapshot(*bytes); !ok) return ok;
   return persist("snapshot", *bytes);
 }
 
@@ -169,12 +181,10 @@ Result<const Metadata<Targets>*> Updater::load_targets(const std::string& role,
   }
   const std::uint64_t cap = pinned->second.length.value_or(config_.max_targets_length);
   const bool consistent = trusted_->root().signed_.consistent_snapshot;
-  auto bytes = fetcher_.fetch_bytes(
-      metadata_url(role, consistent ? std::optional(pinned->second.version) : std::nullopt), cap);
+  auto bytes = fetch_metadata(
+      role, consistent ? std::optional(pinned->second.version) : std::nullopt, cap,
+      [&](const std::string& b) { return trusted_->update_delegated_targets(b, role, delegator); });
   if (!bytes) return std::unexpected(bytes.error());
-  if (auto ok = trusted_->update_delegated_targets(*bytes, role, delegator); !ok) {
-    return std::unexpected(ok.error());
-  }
   if (auto ok = persist(role, *bytes); !ok) return std::unexpected(ok.error());
   return trusted_->targets(role);
 }
@@ -268,102 +278,6 @@ Result<std::vector<TargetFile>> Updater::all_targets() {
     }
   }
   return out;
-}
-
-std::filesystem::path Updater::default_path(const TargetFile& info) const {
-  return config_.target_dir / url_quote(info.path, false);
-}
-
-std::optional<std::filesystem::path> Updater::find_cached_target(
-    const TargetFile& info, std::optional<std::filesystem::path> path) const {
-  const auto p = path ? *path : default_path(info);
-  auto bytes = read_file(p, info.length);
-  if (!bytes) return std::nullopt;
-  if (!verify_length_and_hashes(info.path, *bytes, info.length, info.hashes)) return std::nullopt;
-  return p;
-}
-
-Result<std::filesystem::path> Updater::download_target(const TargetFile& info,
-                                                       std::optional<std::filesystem::path> path) {
-  const auto dest = path ? *path : default_path(info);
-  if (info.hashes.empty()) return fail(Errc::bad_field, info.path + ": no hashes");
-  // 1. URL: with consistent snapshots the file is published as <hash>.<name>.
-  std::string rel = info.path;
-  if (trusted_ && trusted_->root().signed_.consistent_snapshot) {
-    auto slash = rel.rfind('/');
-    std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash + 1);
-    std::string base = slash == std::string::npos ? rel : rel.substr(slash + 1);
-    rel = dir + info.hashes.begin()->second + "." + base;
-  }
-  const std::string url = config_.target_base_url + url_quote(rel, true);
-
-  // 2. Hashers for every listed algorithm; an unknown one fails like a mismatch.
-  std::vector<std::pair<std::string, crypto::Hasher>> hashers;
-  for (const auto& [name, _] : info.hashes) {
-    auto algo = crypto::hash_algo_from_name(name);
-    if (!algo) return fail(Errc::hash_mismatch, info.path + ": " + algo.error().message);
-    hashers.emplace_back(name, crypto::Hasher(*algo));
-  }
-
-  // 3. Stream to a temporary file beside the destination, capped at the length.
-  std::error_code ec;
-  std::filesystem::create_directories(dest.parent_path(), ec);
-  std::string tmp =
-      (dest.parent_path() / ("." + dest.filename().string() + ".part-XXXXXX")).string();
-  int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
-  if (fd < 0) return fail(Errc::io, "create " + tmp + ": " + std::strerror(errno));
-  std::uint64_t received = 0;
-  auto sink = [&](std::span<const std::byte> chunk) -> Result<void> {
-    received += chunk.size();
-    if (received > info.length) {
-      return fail(Errc::length_mismatch,
-                  info.path + ": more than the signed " + std::to_string(info.length) + " bytes");
-    }
-    for (auto& [_, h] : hashers) h.update(chunk);
-    const auto* p = reinterpret_cast<const char*>(chunk.data());
-    std::size_t left = chunk.size();
-    while (left > 0) {
-      ssize_t n = ::write(fd, p, left);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return fail(Errc::io, "write " + tmp + ": " + std::strerror(errno));
-      p += n;
-      left -= static_cast<std::size_t>(n);
-    }
-    return {};
-  };
-  auto cleanup = [&] {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-  };
-  if (auto ok = fetcher_.fetch(url, info.length, sink); !ok) {
-    cleanup();
-    return std::unexpected(ok.error());
-  }
-  // 4. Exactly the signed length and every hash, else nothing is kept.
-  if (received != info.length) {
-    cleanup();
-    return fail(Errc::length_mismatch, info.path + ": got " + std::to_string(received) +
-                                           " bytes, signed length " + std::to_string(info.length));
-  }
-  for (auto& [name, h] : hashers) {
-    if (h.finish_hex() != info.hashes.at(name)) {
-      cleanup();
-      return fail(Errc::hash_mismatch, info.path + ": " + name + " does not match signed hash");
-    }
-  }
-  // 5. Durable, then visible under its final name.
-  if (::fsync(fd) != 0) {
-    cleanup();
-    return fail(Errc::io, "fsync " + tmp + ": " + std::strerror(errno));
-  }
-  ::fchmod(fd, 0644);
-  ::close(fd);
-  if (::rename(tmp.c_str(), dest.c_str()) != 0) {
-    ::unlink(tmp.c_str());
-    return fail(Errc::io, "rename to " + dest.string() + ": " + std::strerror(errno));
-  }
-  (void)fsync_dir(dest.parent_path());
-  return dest;
 }
 
 }  // namespace catalog::tuf

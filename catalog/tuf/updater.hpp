@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,15 +17,30 @@
 #include "catalog/error.hpp"
 #include "catalog/tuf/fetcher.hpp"
 #include "catalog/tuf/metadata.hpp"
+#include "catalog/tuf/mirrors.hpp"
 #include "catalog/tuf/trusted_set.hpp"
 
 namespace catalog::tuf {
 
 struct UpdaterConfig {
   std::filesystem::path metadata_dir;  // must contain a trusted root.json
-  std::string metadata_base_url;       // "<base>/<N>.root.json", "<base>/timestamp.json", ...
-  std::string target_base_url;         // "<base>/<hash>.<name>" with consistent snapshots
-  std::filesystem::path target_dir;    // default download location
+  // The primary mirror.
+  std::string metadata_base_url;  // "<base>/<N>.root.json", "<base>/timestamp.json", ...
+  std::string target_base_url;    // "<base>/<hash>.<name>" with consistent snapshots
+  // Further mirrors, tried in this order after the primary. Every fetch runs
+  // through try_mirrors() (catalog/tuf/mirrors.hpp, which states which failures
+  // fall through to the next mirror): a metadata file is fetched and verified per
+  // mirror, so one mirror's refused bytes (bad signature, rollback, wrong hash,
+  // ...) send us to the next; a target's length/hash failure likewise, after its
+  // partial download is discarded.
+  std::vector<Mirror> mirrors;
+  // Retries of transient failures (Errc::network) per fetch: metadata is asked
+  // again whole, a target resumes from its partial download.
+  RetryPolicy retry;
+  // Polled before every request, between a target's chunks and during backoff
+  // waits; true stops the work with Errc::cancelled. Empty: never cancelled.
+  CancelPredicate cancel;
+  std::filesystem::path target_dir;  // default download location
   // Reference time for expiry; defaults to the wall clock at construction.
   std::optional<TimePoint> now;
 
@@ -66,11 +82,28 @@ class Updater {
   std::optional<std::filesystem::path> find_cached_target(
       const TargetFile& info, std::optional<std::filesystem::path> path = {}) const;
 
-  // Streams the target into a temporary file beside `path`, capped at the
-  // signed length and hashed on the fly, and renames it into place only if
-  // length and every hash match. Nothing is left behind on failure.
+  // Streams the target into its partial file (partial_path()), capped at the
+  // signed length and hashed on the fly, and renames it to `path` (default:
+  // default_path) only if length and every hash match.
+  // Resume: an existing partial file is hashed and the download continues from
+  // its length (Fetcher::fetch_from); a server that sends the whole file instead
+  // restarts it from zero. If the finished file fails its length or hashes after
+  // a resume, the prefix may be what is wrong: it is discarded and the mirror
+  // asked once more from zero before the mirror counts as failed. A complete
+  // partial file that verifies needs no request at all.
+  // Failure: the partial file is kept only when the download was interrupted
+  // (Errc::network after the retries, Errc::cancelled), so a later call resumes;
+  // any other failure (a mirror's bytes refused, not_found, local I/O) removes it.
+  // A second download of the same target while one runs (any process) fails
+  // with Errc::busy.
   Result<std::filesystem::path> download_target(const TargetFile& info,
                                                 std::optional<std::filesystem::path> path = {});
+
+  // The partial file download_target() keeps beside `path` (default:
+  // default_path): named by the target's SHA-256 (else its first listed hash),
+  // "<hex>.part", so a download never resumes another target's prefix.
+  std::filesystem::path partial_path(const TargetFile& info,
+                                     std::optional<std::filesystem::path> path = {}) const;
 
   const TrustedSet* trusted() const { return trusted_ ? &*trusted_ : nullptr; }
 
@@ -83,9 +116,16 @@ class Updater {
                                                 const std::string& delegator);
   Result<void> persist(const std::string& role, const std::string& bytes) const;
   std::optional<std::string> read_local(const std::string& role) const;
-  std::string metadata_url(const std::string& role, std::optional<std::uint64_t> version) const;
+  std::string metadata_url(std::size_t mirror, const std::string& role,
+                           std::optional<std::uint64_t> version) const;
+  // Fetches `role` (capped) from the mirrors in order until `accept` (the
+  // verification) takes the bytes; returns them.
+  Result<std::string> fetch_metadata(const std::string& role, std::optional<std::uint64_t> version,
+                                     std::uint64_t cap,
+                                     const std::function<Result<void>(const std::string&)>& accept);
 
   UpdaterConfig config_;
+  std::vector<Mirror> mirrors_;  // primary first
   Fetcher& fetcher_;
   TimePoint now_;
   std::optional<TrustedSet> trusted_;

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -70,8 +71,11 @@ HttpServer::HttpServer(const std::filesystem::path& root) {
   const std::filesystem::path port_file = state_.path() / "port";
 
   // Everything the child needs is built before fork(): after it, only exec.
-  std::vector<std::string> args = {python,   script, "--root",      root.string(),
-                                   "--port", "0",    "--port-file", port_file.string()};
+  std::vector<std::string> args = {python,        script,
+                                   "--root",      root.string(),
+                                   "--port",      "0",
+                                   "--port-file", port_file.string(),
+                                   "--log",       (state_.path() / "requests.jsonl").string()};
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -131,6 +135,45 @@ void HttpServer::stop() {
   while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
   pid_ = -1;
+}
+
+std::optional<LoggedRequest> parse_logged_request(const std::string& line) {
+  auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("path") || !j["path"].is_string()) return std::nullopt;
+  LoggedRequest r;
+  if (j.contains("method") && j["method"].is_string()) r.method = j["method"];
+  r.path = j["path"];
+  if (j.contains("range") && j["range"].is_string()) {
+    std::string range = j["range"];
+    if (!range.empty() && range != "-") r.range = std::move(range);
+  }
+  if (j.contains("status") && j["status"].is_number_integer()) r.status = j["status"];
+  if (j.contains("bytes") && j["bytes"].is_number_unsigned()) r.bytes = j["bytes"];
+  return r;
+}
+
+std::vector<LoggedRequest> ending_with(const std::vector<LoggedRequest>& all,
+                                       const std::string& suffix) {
+  std::vector<LoggedRequest> out;
+  for (const auto& r : all) {
+    if (r.path.ends_with(suffix)) out.push_back(r);
+  }
+  return out;
+}
+
+std::vector<LoggedRequest> HttpServer::requests() const {
+  // One line per request, written whole before the request is answered.
+  std::vector<LoggedRequest> out;
+  std::ifstream in(state_.path() / "requests.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (auto r = parse_logged_request(line)) out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+std::vector<LoggedRequest> HttpServer::requests(const std::string& suffix) const {
+  return ending_with(requests(), suffix);
 }
 
 std::string HttpServer::url(const std::string& path) const {

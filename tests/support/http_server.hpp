@@ -1,19 +1,41 @@
 // A loopback HTTP server for tests: tests/support/http_server.py run as a child process.
 //
-// Serves the files under a root directory on 127.0.0.1 (ephemeral port), plus the
-// fault-injection paths of http_server.py: /__endless__/, /__status__/CODE/,
-// /__slow__/, /__redirect__/URL-ENCODED-TARGET.
+// Serves the files under a root directory on 127.0.0.1 (ephemeral port), honouring
+// single byte ranges, plus the fault-injection paths of http_server.py:
+// /__endless__/, /__status__/CODE/, /__slow__/, /__redirect__/URL-ENCODED-TARGET,
+// /__drop__/N/ (cut after N body bytes), /__norange__/ (Range ignored),
+// /__fail_first__/K/CODE/ (K answers CODE, then the file), /__shiftrange__/ (a 206
+// one byte before the range asked). Every request is logged.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tests/support/temp_dir.hpp"
 
 namespace tests::support {
+
+// One request as a test server logged it (HttpServer, NginxServer).
+struct LoggedRequest {
+  std::string method;
+  std::string path;                  // as requested, query included
+  std::optional<std::string> range;  // the Range header
+  int status = 0;
+  std::optional<std::uint64_t> bytes;  // body bytes sent (none: endless or slow)
+};
+
+// Parses one JSON log line ({"method","path","range","status","bytes"}); an
+// empty or "-" range reads as none. Nullopt if the line is not such an object.
+std::optional<LoggedRequest> parse_logged_request(const std::string& line);
+
+// The requests whose path ends with `suffix`.
+std::vector<LoggedRequest> ending_with(const std::vector<LoggedRequest>& all,
+                                       const std::string& suffix);
 
 class HttpServer {
  public:
@@ -26,6 +48,11 @@ class HttpServer {
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
+
+  // Every request so far, in order (logged before it is answered).
+  std::vector<LoggedRequest> requests() const;
+  // Those whose path ends with `suffix`.
+  std::vector<LoggedRequest> requests(const std::string& suffix) const;
 
   std::uint16_t port() const { return port_; }
   // "http://127.0.0.1:PORT/" + `path` (one leading '/' of `path` is dropped).

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """Loopback HTTP server for tests: honest files plus hostile answers on demand.
 
-Usage: http_server.py --root DIR [--port 0] [--port-file FILE]
+Usage: http_server.py --root DIR [--port 0] [--port-file FILE] [--log FILE]
 
 Binds 127.0.0.1 (port 0 = ephemeral), writes the chosen port to --port-file
 atomically (temporary file, then rename) and prints it as the first stdout line.
-Serves the files under DIR (GET and HEAD, with Content-Length). Special path
-prefixes inject faults, so one server serves honest and hostile responses:
+Serves the files under DIR (GET and HEAD, with Content-Length), honouring a
+single "Range: bytes=FIRST-[LAST]" with 206 + Content-Range (416 past the end).
+--log appends one JSON object per request, written before the answer is sent:
+{"method", "path", "range" (the header or null), "status", "bytes" (body bytes
+the answer sends)}. Special path prefixes inject faults, so one server serves
+honest and hostile responses:
 
   /__endless__/<anything>            200, no Content-Length, 64 KiB chunks forever
                                      (until the client disconnects)
@@ -14,15 +18,25 @@ prefixes inject faults, so one server serves honest and hostile responses:
   /__slow__/<anything>               200, no Content-Length, 1 byte per second
                                      (stops after 600 s)
   /__redirect__/<url-encoded target> 302 to the decoded target
+  /__drop__/<N>/<path>               the file (Range honoured), but the connection
+                                     closes after N body bytes of every answer
+  /__norange__/<path>                the file, always whole (200): Range ignored
+  /__fail_first__/<K>/<code>/<path>  the first K requests for this URL get
+                                     status <code>, later ones the file
+  /__shiftrange__/<path>             answers "Range: bytes=N-" (N > 0) with a 206
+                                     for N-1 onwards: a range not asked for
 
 Exits on SIGTERM. Standard library only.
 """
 
 import argparse
 import http.server
+import json
 import os
+import re
 import signal
 import sys
+import threading
 import time
 import urllib.parse
 
@@ -36,6 +50,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"
     server_version = "epbroker-test-http/1"
     root = "."
+    log_path = None
+    lock = threading.Lock()
+    seen = {}  # /__fail_first__/ URL -> requests so far
 
     def log_message(self, format, *args):  # quiet: tests read their own output
         pass
@@ -59,12 +76,30 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._slow(send_body)
             elif raw_path.startswith("/__redirect__/"):
                 self._redirect(raw_path[len("/__redirect__/"):], send_body)
+            elif raw_path.startswith("/__drop__/"):
+                count, _, rest = raw_path[len("/__drop__/"):].partition("/")
+                self._file("/" + rest, send_body, drop_after=int(count))
+            elif raw_path.startswith("/__norange__/"):
+                self._file(raw_path[len("/__norange__"):], send_body, honour_range=False)
+            elif raw_path.startswith("/__shiftrange__/"):
+                self._file(raw_path[len("/__shiftrange__"):], send_body, shift=1)
+            elif raw_path.startswith("/__fail_first__/"):
+                self._fail_first(raw_path, send_body)
             else:
                 self._file(raw_path, send_body)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             pass  # the client went away: expected for the hostile answers
 
+    def _log(self, code, nbytes):
+        if not self.log_path:
+            return
+        entry = {"method": self.command, "path": self.path, "range": self.headers.get("Range"),
+                 "status": code, "bytes": nbytes}
+        with Handler.lock, open(self.log_path, "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
     def _simple(self, code, body, send_body, headers=()):
+        self._log(code, len(body) if send_body and code >= 200 and code not in (204, 304) else 0)
         self.send_response(code)
         for name, value in headers:
             self.send_header(name, value)
@@ -74,7 +109,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if send_body and code >= 200 and code not in (204, 304):
             self.wfile.write(body)
 
-    def _file(self, raw_path, send_body):
+    def _file(self, raw_path, send_body, honour_range=True, drop_after=None, shift=0):
         rel = urllib.parse.unquote(raw_path).lstrip("/")
         root = os.path.realpath(self.root)
         full = os.path.realpath(os.path.join(root, rel))
@@ -87,14 +122,42 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except OSError:
             self._simple(403, b"forbidden\n", send_body)
             return
-        self.send_response(200)
+        code, first, last = 200, 0, len(data) - 1
+        match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range") or "")
+        if honour_range and match:
+            first = max(int(match.group(1)) - shift, 0)
+            if match.group(2):
+                last = min(int(match.group(2)), last)
+            if first >= len(data) or first > last:
+                self._simple(416, b"range not satisfiable\n", send_body,
+                             headers=[("Content-Range", "bytes */%d" % len(data))])
+                return
+            code = 206
+        body = data[first:last + 1]
+        sent = body if drop_after is None else body[:drop_after]
+        self._log(code, len(sent) if send_body else 0)
+        self.send_response(code)
         self.send_header("Content-Type", "application/octet-stream")
-        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Content-Length", str(len(body)))  # the whole, even if dropped
+        if code == 206:
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, len(data)))
         self.end_headers()
         if send_body:
-            self.wfile.write(data)
+            self.wfile.write(sent)
+            self.wfile.flush()
+
+    def _fail_first(self, raw_path, send_body):
+        count, code, rest = (raw_path[len("/__fail_first__/"):].split("/", 2) + ["", ""])[:3]
+        with Handler.lock:
+            seen = Handler.seen.get(raw_path, 0)
+            Handler.seen[raw_path] = seen + 1
+        if seen < int(count):
+            self._simple(int(code), ("status %s\n" % code).encode(), send_body)
+        else:
+            self._file("/" + rest, send_body)
 
     def _endless(self, send_body):
+        self._log(200, None)
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
@@ -115,6 +178,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self._simple(code, ("status %d\n" % code).encode(), send_body)
 
     def _slow(self, send_body):
+        self._log(200, None)
         self.send_response(200)
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
@@ -149,11 +213,13 @@ def main(argv):
     parser.add_argument("--root", required=True, help="directory to serve")
     parser.add_argument("--port", type=int, default=0, help="port (0: ephemeral)")
     parser.add_argument("--port-file", help="where to write the chosen port")
+    parser.add_argument("--log", help="where to append one JSON line per request")
     args = parser.parse_args(argv)
 
     if not os.path.isdir(args.root):
         parser.error("--root %s is not a directory" % args.root)
     Handler.root = os.path.realpath(args.root)
+    Handler.log_path = args.log
 
     def on_sigterm(signum, frame):
         raise SystemExit(0)
