@@ -1,12 +1,22 @@
 // epbrokerd: wires the core to the bus. Order matters: parse flags and config
-// (any error: one message, exit 1), open the store and discover hardware
-// (Broker::create), register every object, then request the bus name, then
-// tell systemd we are ready. Exits after `idle_timeout` with no jobs or
-// sessions: releases the name first so new callers activate a fresh instance,
-// lets queued calls drain, then leaves.
+// (any error: one message on stderr, exit 1), set up the log, open the store and
+// discover hardware (Broker::create), register every object, then request the bus
+// name, then tell systemd we are ready.
+//
+// Stopping (idle exit or SIGTERM/SIGINT), in this order:
+//   1. enter "stopping" (atomically with respect to calls: see dbus/lifecycle.hpp):
+//      from here calls that would start a job or open a session are refused with
+//      Busy, every other call is still answered; STOPPING=1; DaemonState=stopping;
+//   2. on a signal: cancel running jobs and wait for them (bounded);
+//   3. release the name: new callers activate a fresh instance;
+//   4. drain: answer every call that was queued for us before the release;
+//   5. leave the event loop, join the workers, exit 0.
+// Installs are atomic in the store, so whatever is cut short leaves it as it was
+// (a staging leftover is removed by the next start).
 #include <pthread.h>
 #include <signal.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,22 +30,125 @@
 #include "daemon/dbus/convert.hpp"
 #include "daemon/dbus/polkit_authorizer.hpp"
 #include "daemon/dbus/service.hpp"
+#include "daemon/log/log.hpp"
 #include "net/curl_fetcher.hpp"
 
 namespace {
 
+using namespace epbrokerd;
 using Clock = std::chrono::steady_clock;
+using namespace std::chrono_literals;
 
-void log(const std::string& msg) {
-  // Under systemd stderr goes to the journal; the <N> prefix sets the priority.
-  std::fprintf(stderr, "%s%s\n",
-               std::getenv("JOURNAL_STREAM") ? "<6>" : "epbrokerd: ", msg.c_str());
+// How long a stop on a signal waits for cancelled jobs to end, and how long the
+// drain may take.
+constexpr auto kJobStopWait = 10s;
+constexpr auto kDrainWait = 5s;
+
+// Root and the install group's members, logging what it refuses (polkit's own
+// authorizer logs its answers).
+class LoggedUidAuthorizer final : public core::Authorizer {
+ public:
+  explicit LoggedUidAuthorizer(std::vector<uid_t> allowed) : inner_(std::move(allowed)) {}
+  catalog::Result<void> check(const core::RequestContext& ctx, core::Action action) override {
+    auto ok = inner_.check(ctx, action);
+    if (!ok) log::info("refused {} to {} (uid {})", core::action_id(action), ctx.sender, ctx.uid);
+    return ok;
+  }
+
+ private:
+  core::UidAuthorizer inner_;
+};
+
+void log_config(const config::Config& cfg) {
+  log::info("config: {} (state {}, cache {}), idle timeout {} s, refresh interval {} s",
+            cfg.paths.config_dir.string(), cfg.paths.state_dir.string(),
+            cfg.paths.cache_dir.string(), cfg.daemon.idle_timeout.count(),
+            cfg.daemon.refresh_interval.count());
+  if (cfg.remotes.empty()) log::warn("config: no remotes configured; nothing can be installed");
+  for (const auto& r : cfg.remotes) {
+    log::info("remote {}: {}{}, priority {}, {} mirror(s){}", r.name, r.primary.metadata_url,
+              r.enabled ? "" : " (disabled)", r.priority, r.mirrors.size(),
+              r.allow_http ? ", http allowed" : "");
+  }
+  if (cfg.paths.sysfs_root != "/sys" || cfg.paths.procfs_root != "/proc") {
+    log::info("hardware roots: sysfs {}, procfs {}", cfg.paths.sysfs_root.string(),
+              cfg.paths.procfs_root.string());
+  }
+}
+
+// Waits for a signal in `sigs` until `deadline`; 0 when none came.
+int wait_signal(const sigset_t& sigs, Clock::time_point deadline) {
+  auto wait = std::chrono::duration_cast<std::chrono::microseconds>(deadline - Clock::now());
+  wait = std::clamp(wait, std::chrono::microseconds(1000),
+                    std::chrono::microseconds(std::chrono::hours(24)));
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
+  timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((wait - secs).count() * 1000)};
+  const int sig = sigtimedwait(&sigs, nullptr, &ts);
+  return sig > 0 ? sig : 0;
+}
+
+const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT"; }
+
+enum class StopReason { idle, signal };
+
+// Sleeps until something happens: a signal, a wake-up from the service (a job
+// started or finished, a session opened or ended), the watchdog's half-period,
+// the end of a finished job's grace period, or the idle deadline. An idle daemon
+// without a watchdog wakes only for its idle exit.
+StopReason serve(dbus::Service& service, const sigset_t& sigs, std::chrono::seconds idle_timeout) {
+  std::uint64_t watchdog_usec = 0;
+  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
+  auto& lifecycle = service.lifecycle();
+  while (true) {
+    service.reap();
+    service.publish_state();
+    const auto now = Clock::now();
+    auto deadline = now + std::chrono::hours(24);
+    if (watchdog) deadline = std::min(deadline, now + std::chrono::microseconds(watchdog_usec / 2));
+    if (auto reap = service.next_reap()) deadline = std::min(deadline, *reap);
+    if (idle_timeout.count() > 0 && lifecycle.state() == dbus::DaemonState::idle) {
+      const auto idle_at = lifecycle.last_activity() + idle_timeout;
+      // Fails when a call came in meanwhile: then the next deadline is later.
+      if (idle_at <= now && lifecycle.stop_if_idle(now - idle_timeout)) {
+        log::info("idle for {} s: exiting", idle_timeout.count());
+        return StopReason::idle;
+      }
+      deadline = std::min(deadline, std::max(idle_at, now + 1ms));
+    }
+    const int sig = wait_signal(sigs, deadline);
+    if (sig == SIGTERM || sig == SIGINT) {
+      log::info("{} received: stopping", signal_name(sig));
+      lifecycle.stop();
+      return StopReason::signal;
+    }
+    if (watchdog) sd_notify(0, "WATCHDOG=1");
+  }
+}
+
+// Cancels every running job and waits (at most kJobStopWait, or until a second
+// signal) for them to end. False if some did not.
+bool stop_jobs(core::Broker& broker, const sigset_t& sigs) {
+  const auto running = broker.jobs().active_count();
+  if (running == 0) return true;
+  log::info("cancelling {} running job(s)", running);
+  broker.jobs().cancel_all();
+  const auto deadline = Clock::now() + kJobStopWait;
+  // Each finished job wakes us (SIGUSR1 from the service).
+  while (broker.jobs().active_count() > 0 && Clock::now() < deadline) {
+    const int sig = wait_signal(sigs, deadline);
+    if (sig == SIGTERM || sig == SIGINT) {
+      log::warn("{} received again: not waiting for jobs any longer", signal_name(sig));
+      break;
+    }
+  }
+  const auto left = broker.jobs().active_count();
+  if (left > 0) log::warn("{} job(s) still running after cancel", left);
+  return left == 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  using namespace epbrokerd;
   // 1. Flags and configuration.
   auto options = config::parse_command_line(argc, argv);
   if (!options) {
@@ -55,6 +168,10 @@ int main(int argc, char** argv) {
     std::cerr << "epbrokerd: invalid configuration: " << cfg.error().message << "\n";
     return 1;
   }
+  log::init(cfg->daemon.log_level);
+  log::info("epbrokerd {} starting (pid {}), logging to {} at level {}", EPBROKER_VERSION, getpid(),
+            log::to_journal() ? "the journal" : "stderr", config::to_string(cfg->daemon.log_level));
+  log_config(*cfg);
 
   // 2. Signals are taken synchronously by the main loop (sigtimedwait), so
   //    block them before any thread starts.
@@ -62,7 +179,7 @@ int main(int argc, char** argv) {
   sigemptyset(&sigs);
   sigaddset(&sigs, SIGTERM);
   sigaddset(&sigs, SIGINT);
-  sigaddset(&sigs, SIGUSR1);  // "something changed": wakes the loop, see step 5
+  sigaddset(&sigs, SIGUSR1);  // "something changed": wakes the loop, see serve()
   pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
   const pthread_t main_thread = pthread_self();
 
@@ -87,26 +204,28 @@ int main(int argc, char** argv) {
     std::cerr << "epbrokerd: cannot connect to the bus: " << e.getMessage() << "\n";
     return 1;
   }
+  log::info("bus: {} as {}", cfg->bus_address.empty() ? "system bus" : cfg->bus_address,
+            conn->getUniqueName());
   // Authorization: polkit on the system bus when it is there; otherwise root
   // and the members of the configured install group, and the log says so.
   std::unique_ptr<core::Authorizer> authorizer;
   if (cfg->bus_address.empty() && dbus::PolkitAuthorizer::available(*conn)) {
     authorizer = std::make_unique<dbus::PolkitAuthorizer>(sdbus::createSystemBusConnection());
-    log("authorization: polkit (org.epbroker.install, org.epbroker.manage)");
+    log::info("authorization: polkit (org.epbroker.install, org.epbroker.manage)");
   } else {
     authorizer =
-        std::make_unique<core::UidAuthorizer>(dbus::group_members(cfg->daemon.install_group));
-    log("authorization: no polkit on this bus; only root" +
-        (cfg->daemon.install_group.empty()
-             ? std::string()
-             : " and members of group '" + cfg->daemon.install_group + "'") +
-        " may install or manage");
+        std::make_unique<LoggedUidAuthorizer>(dbus::group_members(cfg->daemon.install_group));
+    log::info("authorization: no polkit on this bus; only root{} may install or manage",
+              cfg->daemon.install_group.empty()
+                  ? std::string()
+                  : " and members of group '" + cfg->daemon.install_group + "'");
   }
   bopts.authorizer = authorizer.get();
   dbus::Service service(*conn);
   service.set_wake([main_thread] { pthread_kill(main_thread, SIGUSR1); });
   auto broker = core::Broker::create(bopts, &service);
   if (!broker) {
+    log::error("cannot start: {}", broker.error().message);
     std::cerr << "epbrokerd: " << broker.error().message << "\n";
     return 1;
   }
@@ -114,68 +233,45 @@ int main(int argc, char** argv) {
     service.attach(**broker);
     conn->requestName(dbus::kBusName);
   } catch (const sdbus::Error& e) {
+    log::error("cannot take {}: {}: {}", dbus::kBusName, e.getName(), e.getMessage());
     std::cerr << "epbrokerd: " << e.getName() << ": " << e.getMessage() << "\n";
     return 1;
   }
   conn->enterEventLoopAsync();
   sd_notify(0, "READY=1\nSTATUS=serving");
-  log("serving " + std::string(dbus::kBusName) + " (" +
-      std::to_string((*broker)->devices().size()) + " devices)");
+  log::info("serving {} ({} devices, {} providers)", dbus::kBusName, (*broker)->devices().size(),
+            (*broker)->providers().size());
 
-  // 5. Sleep until something happens: a signal, a wake-up from the service (a
-  //    session retired, a job finished), the watchdog's half-period, or the
-  //    end of the idle timeout. An idle daemon without a watchdog never wakes.
-  const auto idle_timeout = cfg->daemon.idle_timeout;
-  std::uint64_t watchdog_usec = 0;
-  const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
-  auto idle_since = Clock::now();
-  bool was_idle = true;
-  while (true) {
-    auto wait = std::chrono::microseconds(std::chrono::hours(24));
-    if (watchdog) wait = std::min(wait, std::chrono::microseconds(watchdog_usec / 2));
-    if (was_idle && idle_timeout.count() > 0) {
-      const auto left = idle_timeout - (Clock::now() - idle_since);
-      wait = std::min(wait, std::chrono::duration_cast<std::chrono::microseconds>(left));
-    } else if (!was_idle && idle_timeout.count() > 0) {
-      // Busy: look again now and then (a session may end without a wake-up).
-      wait = std::min(wait, std::chrono::microseconds(std::chrono::seconds(1)));
-    }
-    wait = std::max(wait, std::chrono::microseconds(1000));
-    const auto secs = std::chrono::duration_cast<std::chrono::seconds>(wait);
-    timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((wait - secs).count() * 1000)};
-    const int sig = sigtimedwait(&sigs, nullptr, &ts);
-    if (sig == SIGTERM || sig == SIGINT) {
-      log("stopping on signal");
-      break;
-    }
-    service.reap();
-    if (watchdog) sd_notify(0, "WATCHDOG=1");
-    const bool idle = (*broker)->idle();
-    if (!idle) {
-      was_idle = false;
-      continue;
-    }
-    if (!was_idle) {
-      was_idle = true;
-      idle_since = Clock::now();
-    }
-    if (idle_timeout.count() > 0 && Clock::now() - idle_since >= idle_timeout) {
-      log("idle, exiting");
-      break;
-    }
-  }
+  // 5. Serve until idle for idle_timeout or told to stop.
+  const StopReason reason = serve(service, sigs, cfg->daemon.idle_timeout);
 
-  // 6. Leave: give up the name (new callers activate a new instance), let what
-  //    is queued run, cancel jobs (the store keeps every install atomic).
-  sd_notify(0, "STOPPING=1");
-  service.set_stopping();
+  // 6. Leave (see the header comment for the order).
+  sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+  service.publish_state();  // DaemonState=stopping, while we still own the name
+  const bool jobs_ended = reason == StopReason::idle || stop_jobs(**broker, sigs);
   try {
     conn->releaseName(dbus::kBusName);
-  } catch (const sdbus::Error&) {
+    log::debug("released {}", dbus::kBusName);
+  } catch (const sdbus::Error& e) {
+    log::warn("cannot release {}: {}", dbus::kBusName, e.getMessage());
   }
-  timespec drain{0, 200'000'000};
-  sigtimedwait(&sigs, nullptr, &drain);
+  const auto drain_start = Clock::now();
+  if (service.drain(kDrainWait)) {
+    log::debug(
+        "queued calls answered in {} us",
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - drain_start).count());
+  } else {
+    log::warn("queued calls not answered within {} s", kDrainWait.count());
+  }
   conn->leaveEventLoop();
+  if (!jobs_ended) {
+    // A worker that does not stop cannot be joined: leave without it. The store
+    // is consistent (installs are atomic; the next start removes staging leftovers).
+    log::warn("exiting with jobs still running");
+    log::flush();
+    _exit(0);
+  }
   broker->reset();
+  log::info("stopped");
   return 0;
 }

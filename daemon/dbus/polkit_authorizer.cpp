@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "daemon/log/log.hpp"
+
 namespace epbrokerd::dbus {
 
 using catalog::Errc;
@@ -58,11 +60,18 @@ catalog::Result<void> PolkitAuthorizer::check(const core::RequestContext& ctx,
                        allow_user_interaction, std::string())
         .storeResultsTo(result);
   } catch (const sdbus::Error& e) {
+    log::warn("polkit: cannot check {} for {} (uid {}): {}: {}", core::action_id(action),
+              ctx.sender, ctx.uid, e.getName(), e.getMessage());
     return fail(Errc::not_authorized, "polkit could not be asked about " +
                                           std::string(core::action_id(action)) + ": " +
                                           e.getMessage());
   }
-  if (std::get<0>(result)) return {};
+  if (std::get<0>(result)) {
+    log::debug("polkit: {} granted to {} (uid {})", core::action_id(action), ctx.sender, ctx.uid);
+    return {};
+  }
+  log::info("polkit: {} refused to {} (uid {}){}", core::action_id(action), ctx.sender, ctx.uid,
+            std::get<1>(result) ? " (authentication required)" : "");
   return fail(Errc::not_authorized, "polkit refused " + std::string(core::action_id(action)) +
                                         " for uid " + std::to_string(ctx.uid) +
                                         (std::get<1>(result) ? " (authentication required)" : ""));

@@ -1,8 +1,12 @@
 #include "daemon/dbus/service.hpp"
 
+#include <future>
+
 #include "common/bus_errors.hpp"
+#include "daemon/dbus/caller_uids.hpp"
 #include "daemon/dbus/convert.hpp"
 #include "daemon/dbus/errors.hpp"
+#include "daemon/log/log.hpp"
 
 namespace epbrokerd::dbus {
 
@@ -12,17 +16,31 @@ core::RequestContext Service::context_of(sdbus::IObject& object) {
   core::RequestContext ctx;
   if (const sdbus::Message* msg = object.getCurrentlyProcessedMessage()) {
     // The effective uid as the bus reports it: /proc-based lookups fail under
-    // ProtectProc=invisible and PrivateUsers=yes.
-    ctx.uid = msg->getCredsEuid();
+    // ProtectProc=invisible and PrivateUsers=yes. Remembered per unique name
+    // (caller_uids.hpp): asking the bus each time doubles a call's latency.
+    ctx.uid = caller_uids().of(*msg);
     ctx.sender = msg->getSender();
   }
   return ctx;
 }
 
+CallScope Service::enter_call(sdbus::IObject& object, const char* method, bool starts_work) {
+  CallScope scope(lifecycle_, starts_work);
+  if (!scope.admitted()) {
+    // Only in the instant between the decision to exit and the exit: the caller's
+    // next call reaches (activates) a new instance.
+    const auto ctx = context_of(object);
+    log::info("refused {} from {} (uid {}): exiting", method, ctx.sender, ctx.uid);
+    throw_bus_error(
+        {catalog::Errc::busy, "epbrokerd is exiting; call again to reach a new instance"});
+  }
+  return scope;
+}
+
 // ---- Job1 ----------------------------------------------------------------------
 
-JobObject::JobObject(sdbus::IConnection& conn, core::Broker& broker, std::uint64_t id)
-    : AdaptorInterfaces(conn, job_path(id)), broker_(broker), id_(id) {
+JobObject::JobObject(sdbus::IConnection& conn, Service& service, std::shared_ptr<core::Job> job)
+    : AdaptorInterfaces(conn, job_path(job->id())), service_(service), job_(std::move(job)) {
   registerAdaptor();
   emitInterfacesAddedSignal({org::epbroker::Job1_adaptor::INTERFACE_NAME});
 }
@@ -30,14 +48,6 @@ JobObject::JobObject(sdbus::IConnection& conn, core::Broker& broker, std::uint64
 JobObject::~JobObject() {
   emitInterfacesRemovedSignal({org::epbroker::Job1_adaptor::INTERFACE_NAME});
   unregisterAdaptor();
-}
-
-core::JobSnapshot JobObject::snap() {
-  auto job = broker_.jobs().find(id_);
-  if (!job)
-    throw sdbus::Error(std::string(common::bus_error_name(common::BusError::NotFound)),
-                       "job is gone");
-  return job->snapshot();
 }
 
 void JobObject::changed(const core::JobSnapshot& s) {
@@ -52,44 +62,30 @@ void JobObject::changed(const core::JobSnapshot& s) {
 
 void JobObject::Cancel() {
   guarded([&] {
+    const auto call = service_.enter_call(getObject(), "Job1.Cancel", false);
     const auto ctx = Service::context_of(getObject());
-    auto job = broker_.jobs().find(id_);
-    if (!job) throw_bus_error({catalog::Errc::not_found, "job is gone"});
-    const auto s = job->snapshot();
+    const auto s = job_->snapshot();
     if (ctx.uid != 0 && s.starter.sender != ctx.sender) {
       throw_bus_error({catalog::Errc::not_authorized, "only the job's starter may cancel it"});
     }
-    job->request_cancel();
+    log::info("job {}: cancel requested by {} (uid {})", s.id, ctx.sender, ctx.uid);
+    job_->request_cancel();
   });
 }
 
-std::string JobObject::Kind() {
-  return guarded([&] { return std::string(core::job_kind_name(snap().kind)); });
-}
-std::string JobObject::Target() {
-  return guarded([&] { return snap().target; });
-}
-std::string JobObject::State() {
-  return guarded([&] { return std::string(core::job_state_name(snap().state)); });
-}
-uint64_t JobObject::BytesDone() {
-  return guarded([&] { return snap().bytes_done; });
-}
-uint64_t JobObject::BytesTotal() {
-  return guarded([&] { return snap().bytes_total; });
-}
+std::string JobObject::Kind() { return std::string(core::job_kind_name(job_->snapshot().kind)); }
+std::string JobObject::Target() { return job_->snapshot().target; }
+std::string JobObject::State() { return std::string(core::job_state_name(job_->snapshot().state)); }
+uint64_t JobObject::BytesDone() { return job_->snapshot().bytes_done; }
+uint64_t JobObject::BytesTotal() { return job_->snapshot().bytes_total; }
 std::string JobObject::Error() {
-  return guarded([&] {
-    const auto s = snap();
-    return s.error ? std::string(common::bus_error_name(common::to_bus_error(*s.error)))
-                   : std::string();
-  });
+  const auto s = job_->snapshot();
+  return s.error ? std::string(common::bus_error_name(common::to_bus_error(*s.error)))
+                 : std::string();
 }
 std::string JobObject::ErrorMessage() {
-  return guarded([&] {
-    const auto s = snap();
-    return s.error ? s.error->message : std::string();
-  });
+  const auto s = job_->snapshot();
+  return s.error ? s.error->message : std::string();
 }
 
 // ---- Session1 --------------------------------------------------------------------
@@ -107,7 +103,10 @@ SessionObject::~SessionObject() {
 
 void SessionObject::Release() {
   guarded([&] {
-    value_or_throw(service_.broker().release_session(Service::context_of(getObject()), id_));
+    const auto call = service_.enter_call(getObject(), "Session1.Release", false);
+    const auto ctx = Service::context_of(getObject());
+    value_or_throw(service_.broker().release_session(ctx, id_));
+    log::debug("session {}: released by {}", id_, ctx.sender);
     service_.retire_session(id_);
   });
 }
@@ -131,6 +130,7 @@ BrokerObject::~BrokerObject() { unregisterAdaptor(); }
 
 Dicts BrokerObject::ListDevices() {
   return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "ListDevices", false);
     Dicts out;
     for (const auto& d : service_.broker().devices()) out.push_back(to_dict(d));
     return out;
@@ -139,6 +139,7 @@ Dicts BrokerObject::ListDevices() {
 
 Dicts BrokerObject::ListProviders() {
   return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "ListProviders", false);
     Dicts out;
     for (const auto& p : service_.broker().providers()) out.push_back(to_dict(p));
     return out;
@@ -147,6 +148,7 @@ Dicts BrokerObject::ListProviders() {
 
 sdbus::ObjectPath BrokerObject::EnsureProvider(const std::string& name) {
   return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "EnsureProvider", true);
     if (name.size() > 64) throw_bus_error({catalog::Errc::invalid_argument, "name too long"});
     const auto id =
         value_or_throw(service_.broker().ensure_provider(Service::context_of(getObject()), name));
@@ -156,13 +158,17 @@ sdbus::ObjectPath BrokerObject::EnsureProvider(const std::string& name) {
 
 void BrokerObject::RemoveProvider(const std::string& name) {
   guarded([&] {
+    const auto call = service_.enter_call(getObject(), "RemoveProvider", false);
     if (name.size() > 64) throw_bus_error({catalog::Errc::invalid_argument, "name too long"});
-    value_or_throw(service_.broker().remove_provider(Service::context_of(getObject()), name));
+    const auto ctx = Service::context_of(getObject());
+    value_or_throw(service_.broker().remove_provider(ctx, name));
+    log::info("removed {} for {} (uid {})", name, ctx.sender, ctx.uid);
   });
 }
 
 sdbus::ObjectPath BrokerObject::RefreshCatalog() {
   return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "RefreshCatalog", true);
     const auto id = value_or_throw(service_.broker().refresh(Service::context_of(getObject())));
     return service_.publish_job(id);
   });
@@ -170,8 +176,12 @@ sdbus::ObjectPath BrokerObject::RefreshCatalog() {
 
 Dicts BrokerObject::Verify() {
   return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "Verify", false);
     Dicts out;
-    for (const auto& r : service_.broker().verify()) out.push_back(to_dict(r));
+    for (const auto& r : service_.broker().verify()) {
+      if (!r.ok) log::warn("verify: {} {} is damaged: {}", r.name, r.version, r.problem);
+      out.push_back(to_dict(r));
+    }
     return out;
   });
 }
@@ -218,6 +228,7 @@ core::SessionRequest parse_session_options(const std::map<std::string, sdbus::Va
 std::tuple<sdbus::ObjectPath, Dicts> BrokerObject::RequestSession(
     const std::map<std::string, sdbus::Variant>& options) {
   return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "RequestSession", true);
     const auto request = parse_session_options(options);
     auto grant = value_or_throw(
         service_.broker().request_session(Service::context_of(getObject()), request));
@@ -233,10 +244,7 @@ std::tuple<sdbus::ObjectPath, Dicts> BrokerObject::RequestSession(
 std::string BrokerObject::Version() { return EPBROKER_VERSION; }
 
 std::string BrokerObject::DaemonState() {
-  return guarded([&] {
-    if (service_.stopping()) return std::string("stopping");
-    return std::string(service_.broker().idle() ? "idle" : "busy");
-  });
+  return guarded([&] { return std::string(daemon_state_name(service_.lifecycle().state())); });
 }
 
 uint64_t BrokerObject::CatalogRevision() {
@@ -249,10 +257,11 @@ std::string BrokerObject::CatalogExpires() {
 
 // ---- Service -----------------------------------------------------------------------
 
-Service::Service(sdbus::IConnection& conn) : conn_(conn) {}
+Service::Service(sdbus::IConnection& conn)
+    : conn_(conn), lifecycle_([this] { return broker_ == nullptr || broker_->idle(); }) {}
 
 Service::~Service() {
-  std::map<std::uint64_t, std::shared_ptr<JobObject>> jobs;
+  std::map<std::uint64_t, PublishedJob> jobs;
   std::map<std::uint64_t, std::unique_ptr<SessionObject>> sessions;
   {
     std::lock_guard lock(mu_);
@@ -274,7 +283,11 @@ void Service::attach(core::Broker& broker) {
       .call([this](const std::string& name, const std::string& old_owner,
                    const std::string& new_owner) {
         if (!name.empty() && name[0] == ':' && !old_owner.empty() && new_owner.empty()) {
-          for (auto id : broker_->client_vanished(name)) retire_session(id);
+          caller_uids().forget(name);
+          for (auto id : broker_->client_vanished(name)) {
+            log::debug("session {}: ended, its owner {} left the bus", id, name);
+            retire_session(id);
+          }
         }
       });
   bus_proxy_->finishRegistration();
@@ -285,18 +298,42 @@ sdbus::ObjectPath Service::publish_job(std::uint64_t id) {
     std::lock_guard lock(mu_);
     if (jobs_.contains(id)) return sdbus::ObjectPath(job_path(id));
   }
+  auto job = broker_->jobs().find(id);
+  if (!job) throw_bus_error({catalog::Errc::not_found, "job is gone"});
   // Registered outside mu_ (see the lock order in service.hpp). Only the bus thread
   // publishes, so no other object for `id` can appear meanwhile.
-  auto object = std::make_shared<JobObject>(conn_, *broker_, id);
-  std::lock_guard lock(mu_);
-  jobs_.emplace(id, std::move(object));
+  auto object = std::make_shared<JobObject>(conn_, *this, job);
+  const auto started = job->snapshot();
+  log::info("job {}: {} {} started for {} (uid {})", id, core::job_kind_name(started.kind),
+            started.target.empty() ? std::string("(all remotes)") : started.target,
+            started.starter.sender, started.starter.uid);
+  {
+    std::lock_guard lock(mu_);
+    jobs_.emplace(id, PublishedJob{object, std::nullopt});
+  }
+  // A job may have finished before its object existed (an installed package) or
+  // while it was registered: its Finished goes out now, once (see job_final()).
+  if (const auto s = job->snapshot(); core::is_final(s.state)) {
+    object->changed(s);
+    job_final(s);
+  }
+  wake();  // busy now, or (finished at once) idle again
   return sdbus::ObjectPath(job_path(id));
 }
 
 sdbus::ObjectPath Service::publish_session(std::uint64_t id) {
   auto object = std::make_unique<SessionObject>(conn_, *this, id);
-  std::lock_guard lock(mu_);
-  sessions_.emplace(id, std::move(object));
+  if (const auto info = broker_->sessions().find(id)) {
+    std::string leases;
+    for (const auto& l : info->leases) leases += (leases.empty() ? "" : ", ") + l;
+    log::debug("session {}: opened by {} (uid {}), leases: {}", id, info->owner.sender,
+               info->owner.uid, leases.empty() ? std::string("none") : leases);
+  }
+  {
+    std::lock_guard lock(mu_);
+    sessions_.emplace(id, std::move(object));
+  }
+  wake();
   return sdbus::ObjectPath(session_path(id));
 }
 
@@ -305,13 +342,15 @@ void Service::retire_session(std::uint64_t id) {
     std::lock_guard lock(mu_);
     retired_sessions_.push_back(id);
   }
-  if (wake_) wake_();
+  lifecycle_.touch();
+  wake();
 }
 
 void Service::reap() {
   // Taken out under mu_, destroyed (unregistered) after it is released.
   std::vector<std::unique_ptr<SessionObject>> dead;
   std::vector<std::shared_ptr<JobObject>> dead_jobs;
+  const auto now = Clock::now();
   {
     std::lock_guard lock(mu_);
     for (auto id : retired_sessions_) {
@@ -322,15 +361,58 @@ void Service::reap() {
       }
     }
     retired_sessions_.clear();
-    // Finished jobs stay visible for a while (the newest 32), then go.
-    for (auto id : broker_->jobs().prune(32)) {
-      auto it = jobs_.find(id);
-      if (it != jobs_.end()) {
-        dead_jobs.push_back(std::move(it->second));
-        jobs_.erase(it);
+    // Finished jobs: past their grace period, or beyond the newest kMaxFinishedJobs
+    // (ids grow with time, so the map's order is roughly finish order).
+    std::size_t finished = 0;
+    for (const auto& [id, j] : jobs_) finished += j.finished_at ? 1U : 0U;
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      const auto& at = it->second.finished_at;
+      if (at && (now - *at >= kFinishedJobGrace || finished > kMaxFinishedJobs)) {
+        --finished;
+        dead_jobs.push_back(std::move(it->second.object));
+        it = jobs_.erase(it);
+      } else {
+        ++it;
       }
     }
   }
+  // The table keeps finished jobs only for lookups by id before they are published.
+  broker_->jobs().prune(kMaxFinishedJobs);
+}
+
+std::optional<Service::Clock::time_point> Service::next_reap() const {
+  std::lock_guard lock(mu_);
+  std::optional<Clock::time_point> next;
+  for (const auto& [id, j] : jobs_) {
+    if (j.finished_at && (!next || *j.finished_at + kFinishedJobGrace < *next)) {
+      next = *j.finished_at + kFinishedJobGrace;
+    }
+  }
+  return next;
+}
+
+void Service::publish_state() {
+  const DaemonState now = lifecycle_.state();
+  if (published_state_ == now) return;
+  published_state_ = now;
+  log::debug("state: {}", daemon_state_name(now));
+  if (root_) {
+    root_->emitPropertiesChangedSignal(org::epbroker::Broker1_adaptor::INTERFACE_NAME,
+                                       {"DaemonState"});
+  }
+}
+
+bool Service::drain(std::chrono::milliseconds timeout) {
+  // The bus delivers messages to a connection in order: the reply to a ping sent
+  // now comes after every call queued for us before it, and the bus thread
+  // dispatches them in that order.
+  auto done = std::make_shared<std::promise<void>>();
+  auto future = done->get_future();
+  auto self = sdbus::createProxy(conn_, conn_.getUniqueName(), "/");
+  self->callMethodAsync("Ping")
+      .onInterface("org.freedesktop.DBus.Peer")
+      .uponReplyInvoke([done](const sdbus::Error*) { done->set_value(); });
+  return future.wait_for(timeout) == std::future_status::ready;
 }
 
 void Service::job_changed(const core::JobSnapshot& job) {
@@ -338,10 +420,36 @@ void Service::job_changed(const core::JobSnapshot& job) {
   {
     std::lock_guard lock(mu_);
     auto it = jobs_.find(job.id);
-    if (it != jobs_.end()) object = it->second;
+    if (it != jobs_.end()) object = it->second.object;
   }
   if (object) object->changed(job);
-  if (core::is_final(job.state) && wake_) wake_();
+  if (core::is_final(job.state)) {
+    job_final(job);
+    lifecycle_.touch();
+    wake();
+  }
+}
+
+void Service::job_final(const core::JobSnapshot& s) {
+  // Once per published job, from whichever of publish_job() and job_changed() sees
+  // it final with its object in place.
+  {
+    std::lock_guard lock(mu_);
+    auto it = jobs_.find(s.id);
+    if (it == jobs_.end() || it->second.finished_at) return;
+    it->second.finished_at = Clock::now();
+  }
+  const std::string what = std::string(core::job_kind_name(s.kind)) +
+                           (s.target.empty() ? std::string() : " " + s.target);
+  if (s.state == core::JobState::done) {
+    log::info("job {}: {} done ({} bytes)", s.id, what, s.bytes_done);
+  } else if (s.state == core::JobState::cancelled) {
+    log::info("job {}: {} cancelled", s.id, what);
+  } else {
+    log::warn("job {}: {} failed: {}: {}", s.id, what,
+              s.error ? common::bus_error_name(common::to_bus_error(*s.error)) : "unknown",
+              s.error ? s.error->message : std::string());
+  }
 }
 
 void Service::providers_changed() {
@@ -349,6 +457,7 @@ void Service::providers_changed() {
 }
 
 void Service::catalog_changed(std::uint64_t revision) {
+  log::info("catalog: revision {}", revision);
   if (root_) {
     root_->emitCatalogChanged(revision);
     root_->emitPropertiesChangedSignal(org::epbroker::Broker1_adaptor::INTERFACE_NAME,

@@ -2,23 +2,40 @@
 // each method converting arguments, calling the broker core with a
 // RequestContext built from the message's credentials, converting the result,
 // and mapping errors through common/bus_errors. Nothing here decides policy.
+//
+// Lifecycle (see main.cpp for the order of events): every method call is counted
+// while it runs (Lifecycle), so the main loop's idle decision never races a call
+// that starts a job or opens a session; once stopping, such calls are refused with
+// org.epbroker.Error.Busy ("exiting"), every other call is still answered.
 #pragma once
 
 #include <sdbus-c++/sdbus-c++.h>
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "daemon/core/broker.hpp"
+#include "daemon/dbus/lifecycle.hpp"
 #include "generated/dbus/Broker1_adaptor.h"
 #include "generated/dbus/Job1_adaptor.h"
 #include "generated/dbus/Session1_adaptor.h"
 
 namespace epbrokerd::dbus {
+
+// A finished job's object stays on the bus this long after it finished, so that a
+// client that subscribed late (or whose job finished before its object was
+// published) can still read State, Error and ErrorMessage; then it is removed.
+// It goes earlier when more than kMaxFinishedJobs newer jobs have finished, or
+// when the daemon exits (an idle daemon exits no sooner than idle_timeout after
+// the last job finished). Documented in dbus/org.epbroker.Job1.xml.
+inline constexpr std::chrono::seconds kFinishedJobGrace{60};
+inline constexpr std::size_t kMaxFinishedJobs = 256;
 
 class Service;
 
@@ -26,8 +43,9 @@ class JobObject final
     : public sdbus::AdaptorInterfaces<org::epbroker::Job1_adaptor, sdbus::Properties_adaptor,
                                       sdbus::ManagedObject_adaptor> {
  public:
-  JobObject(sdbus::IConnection& conn, core::Broker& broker, std::uint64_t id);
+  JobObject(sdbus::IConnection& conn, Service& service, std::shared_ptr<core::Job> job);
   ~JobObject();
+  // Emits PropertiesChanged, and Finished once when `snap` is final.
   void changed(const core::JobSnapshot& snap);
 
  private:
@@ -39,10 +57,10 @@ class JobObject final
   uint64_t BytesTotal() override;
   std::string Error() override;
   std::string ErrorMessage() override;
-  core::JobSnapshot snap();
 
-  core::Broker& broker_;
-  std::uint64_t id_;
+  Service& service_;
+  // The object reads its job directly, so it outlives the job table's entry.
+  std::shared_ptr<core::Job> job_;
   std::atomic<bool> finished_{false};
 };
 
@@ -85,9 +103,12 @@ class BrokerObject final
   Service& service_;
 };
 
-// Owns the bus objects and forwards broker events to them.
+// Owns the bus objects, forwards broker events to them, and keeps the lifecycle
+// bookkeeping (calls in flight, activity, DaemonState).
 class Service final : public core::BrokerListener {
  public:
+  using Clock = std::chrono::steady_clock;
+
   explicit Service(sdbus::IConnection& conn);
   ~Service() override;
   // Registers /org/epbroker/Broker1 and the NameOwnerChanged watch.
@@ -95,27 +116,51 @@ class Service final : public core::BrokerListener {
 
   core::Broker& broker() { return *broker_; }
   sdbus::IConnection& connection() { return conn_; }
+  Lifecycle& lifecycle() { return lifecycle_; }
   // Caller of the message being processed on `object` (bus credentials).
   static core::RequestContext context_of(sdbus::IObject& object);
+  // Counts the running call (RAII); for `starts_work` calls, throws
+  // org.epbroker.Error.Busy when stopping. `method` names it in the log.
+  [[nodiscard]] CallScope enter_call(sdbus::IObject& object, const char* method, bool starts_work);
 
   sdbus::ObjectPath publish_job(std::uint64_t id);
   sdbus::ObjectPath publish_session(std::uint64_t id);
   // Objects cannot be destroyed inside their own callbacks: queued, then reaped.
   void retire_session(std::uint64_t id);
+
+  // ---- main loop side (one thread) ----
+  // Destroys retired sessions and finished jobs past their grace period.
   void reap();
-  // Called (from any thread) when something the main loop watches changed: a
-  // session retired, a job finished. main.cpp wakes its loop with it.
+  // When reap() has something to do next (a finished job's grace ends), if ever.
+  std::optional<Clock::time_point> next_reap() const;
+  // Emits PropertiesChanged(DaemonState) when the state changed since last emitted.
+  void publish_state();
+  // Processes the calls already queued for this connection: pings our own unique
+  // name and waits (at most `timeout`) for the reply, which arrives after every
+  // message queued before it has been dispatched. Call after releasing the name,
+  // not from the bus thread. False on timeout.
+  bool drain(std::chrono::milliseconds timeout);
+  // Called (from any thread) when something the main loop watches changed: a job
+  // started or finished, a session opened or ended. main.cpp wakes its loop with it.
   void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
-  void set_stopping() { stopping_ = true; }
-  bool stopping() const { return stopping_; }
 
   void job_changed(const core::JobSnapshot& job) override;
   void providers_changed() override;
   void catalog_changed(std::uint64_t revision) override;
 
  private:
+  struct PublishedJob {
+    std::shared_ptr<JobObject> object;
+    std::optional<Clock::time_point> finished_at;
+  };
+  void job_final(const core::JobSnapshot& snap);
+  void wake() {
+    if (wake_) wake_();
+  }
+
   sdbus::IConnection& conn_;
   core::Broker* broker_ = nullptr;
+  Lifecycle lifecycle_;
   std::unique_ptr<BrokerObject> root_;
   std::unique_ptr<sdbus::IProxy> bus_proxy_;
   // Lock order: sdbus-c++ holds its connection mutex while it dispatches a call (so
@@ -123,12 +168,12 @@ class Service final : public core::BrokerListener {
   // unregister. So mu_ only guards these maps and is never held while calling into
   // sdbus-c++: objects are created before they are inserted, destroyed after they are
   // taken out, and signalled through a shared_ptr copy.
-  std::mutex mu_;
-  std::map<std::uint64_t, std::shared_ptr<JobObject>> jobs_;
+  mutable std::mutex mu_;
+  std::map<std::uint64_t, PublishedJob> jobs_;
   std::map<std::uint64_t, std::unique_ptr<SessionObject>> sessions_;
   std::vector<std::uint64_t> retired_sessions_;
   std::function<void()> wake_;
-  std::atomic<bool> stopping_{false};
+  std::optional<DaemonState> published_state_;  // main loop only
 };
 
 }  // namespace epbrokerd::dbus
