@@ -25,6 +25,8 @@ honest and hostile responses:
                                      status <code>, later ones the file
   /__shiftrange__/<path>             answers "Range: bytes=N-" (N > 0) with a 206
                                      for N-1 onwards: a range not asked for
+  /__trickle__/<path>                the file (Range honoured), its body sent in
+                                     4 KiB pieces 50 ms apart (80 KiB/s)
 
 Exits on SIGTERM. Standard library only.
 """
@@ -42,6 +44,8 @@ import urllib.parse
 
 CHUNK = b"\xa5" * (64 * 1024)
 SLOW_SECONDS = 600
+TRICKLE_BYTES = 4096
+TRICKLE_PAUSE_S = 0.05
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -85,6 +89,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._file(raw_path[len("/__shiftrange__"):], send_body, shift=1)
             elif raw_path.startswith("/__fail_first__/"):
                 self._fail_first(raw_path, send_body)
+            elif raw_path.startswith("/__trickle__/"):
+                self._file(raw_path[len("/__trickle__"):], send_body, trickle=True)
             else:
                 self._file(raw_path, send_body)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
@@ -109,7 +115,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if send_body and code >= 200 and code not in (204, 304):
             self.wfile.write(body)
 
-    def _file(self, raw_path, send_body, honour_range=True, drop_after=None, shift=0):
+    def _file(self, raw_path, send_body, honour_range=True, drop_after=None, shift=0,
+              trickle=False):
         rel = urllib.parse.unquote(raw_path).lstrip("/")
         root = os.path.realpath(self.root)
         full = os.path.realpath(os.path.join(root, rel))
@@ -142,7 +149,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if code == 206:
             self.send_header("Content-Range", "bytes %d-%d/%d" % (first, last, len(data)))
         self.end_headers()
-        if send_body:
+        if send_body and trickle:
+            for i in range(0, len(sent), TRICKLE_BYTES):
+                self.wfile.write(sent[i:i + TRICKLE_BYTES])
+                self.wfile.flush()
+                time.sleep(TRICKLE_PAUSE_S)
+        elif send_body:
             self.wfile.write(sent)
             self.wfile.flush()
 
