@@ -78,7 +78,8 @@ std::optional<int> try_reap(pid_t pid) {
 }
 
 // nginx.conf for one server: everything nginx writes lives under `prefix`.
-std::string config(const fs::path& prefix, const fs::path& root, std::uint16_t port) {
+std::string config(const fs::path& prefix, const fs::path& root, std::uint16_t port,
+                   std::optional<std::uint16_t> fault_port) {
   const std::string p = prefix.string();
   std::string user;
   if (geteuid() == 0) {
@@ -130,7 +131,15 @@ std::string config(const fs::path& prefix, const fs::path& root, std::uint16_t p
          "    root " +
          root.string() +
          ";\n"
-         "    location / { }\n"
+         "    location / { }\n" +
+         (fault_port ? "    location ^~ /__ {\n"
+                       "      proxy_pass http://127.0.0.1:" +
+                           std::to_string(*fault_port) +
+                           ";\n"
+                           "      proxy_buffering off;\n"  // slow and cut answers pass as they are
+                           "      proxy_read_timeout 3600s;\n"
+                           "    }\n"
+                     : std::string()) +
          "  }\n"
          "}\n";
 }
@@ -150,7 +159,8 @@ std::string find_nginx() {
   return "";
 }
 
-NginxServer::NginxServer(const fs::path& root) : prefix_(tmp_.path()) {
+NginxServer::NginxServer(const fs::path& root, std::optional<std::uint16_t> fault_port)
+    : prefix_(tmp_.path()) {
   const std::string nginx = find_nginx();
   if (nginx.empty()) {
     throw std::runtime_error(
@@ -162,17 +172,18 @@ NginxServer::NginxServer(const fs::path& root) : prefix_(tmp_.path()) {
   }
   fs::create_directories(prefix_ / "tmp");
   for (int i = 0; i < kPortTries; ++i) {
-    if (start(nginx, fs::absolute(root), free_port())) return;
+    if (start(nginx, fs::absolute(root), free_port(), fault_port)) return;
   }
   throw std::runtime_error("NginxServer: nginx did not start after " + std::to_string(kPortTries) +
                            " tries; its error log:\n" + slurp(error_log()));
 }
 
-bool NginxServer::start(const std::string& nginx, const fs::path& root, std::uint16_t port) {
+bool NginxServer::start(const std::string& nginx, const fs::path& root, std::uint16_t port,
+                        std::optional<std::uint16_t> fault_port) {
   const fs::path conf = prefix_ / "nginx.conf";
   {
     std::ofstream out(conf, std::ios::trunc);
-    out << config(prefix_, root, port);
+    out << config(prefix_, root, port, fault_port);
     if (!out) throw std::runtime_error("NginxServer: cannot write " + conf.string());
   }
   fs::remove(error_log());

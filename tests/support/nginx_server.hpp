@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,10 +25,14 @@ namespace tests::support {
 class NginxServer {
  public:
   // Starts nginx on a free 127.0.0.1 port serving `root` and waits (up to 10 s)
-  // until it accepts connections. nginx: $EPBROKER_NGINX, else /usr/sbin/nginx,
-  // else `nginx` on PATH. Throws std::runtime_error with the reason (nginx not
-  // installed, or its error log) if it cannot be started.
-  explicit NginxServer(const std::filesystem::path& root);
+  // until it accepts connections. With `fault_port`, paths starting "/__" are
+  // passed unbuffered to that loopback port (an HttpServer), so one base URL has
+  // nginx's files and the python server's fault paths (/__slow__/, ...).
+  // nginx: $EPBROKER_NGINX, else /usr/sbin/nginx, else `nginx` on PATH. Throws
+  // std::runtime_error with the reason (nginx not installed, or its error log)
+  // if it cannot be started.
+  explicit NginxServer(const std::filesystem::path& root,
+                       std::optional<std::uint16_t> fault_port = std::nullopt);
   // SIGTERM (nginx's fast shutdown), then SIGKILL to its process group if it has
   // not exited within 5 s; always reaped.
   ~NginxServer();
@@ -51,7 +56,8 @@ class NginxServer {
 
  private:
   // One start on `port`; false (server stopped) if nginx ended before accepting.
-  bool start(const std::string& nginx, const std::filesystem::path& root, std::uint16_t port);
+  bool start(const std::string& nginx, const std::filesystem::path& root, std::uint16_t port,
+             std::optional<std::uint16_t> fault_port);
   void stop();
 
   TempDir tmp_;

@@ -8,6 +8,7 @@
 
 #include "catalog/atomic_file.hpp"
 #include "catalog/canonical_json.hpp"
+#include "catalog/crypto/hash.hpp"
 #include "catalog/ep_metadata.hpp"
 #include "catalog/package/pack.hpp"
 #include "catalog/tuf/repository.hpp"
@@ -76,7 +77,9 @@ TestCatalog::TestCatalog() {
   auto add = [&](const catalog::EpMetadata& meta, const fs::path& package) {
     auto bytes = ok_or_throw(catalog::read_file(package, std::uint64_t{1} << 30), "read package");
     const std::string path = meta.name + "/" + package.filename().string();
-    targets_[meta.name] = {meta.name, meta.version.text, path, bytes.size(), meta.library};
+    targets_[meta.name] = {
+        meta.name,   meta.version.text, path, bytes.size(), catalog::crypto::sha256_hex(bytes),
+        meta.library};
     ok_or_throw(repo.add_target(path, std::move(bytes), catalog::to_json(meta)), "add " + path);
   };
 
@@ -120,11 +123,23 @@ TestCatalog::TestCatalog() {
 
   // 3. Sign, publish, serve.
   ok_or_throw(repo.publish(catalog::tuf::directory_writer(repo_dir()), now), "publish");
-  server_ = std::make_unique<support::HttpServer>(repo_dir());
+  faults_ = std::make_unique<support::HttpServer>(repo_dir());
+  server_ = std::make_unique<support::NginxServer>(repo_dir(), faults_->port());
 }
 
 void TestCatalog::add_to(PrivateBus& bus, const std::string& remote) const {
   bus.add_remote(remote, metadata_url(), targets_url(), trusted_root());
+}
+
+void TestCatalog::add_as_mirror(PrivateBus& bus, const std::string& primary_base,
+                                const std::string& remote) const {
+  ok_or_throw(
+      catalog::atomic_write_file(
+          bus.config_dir() / "remotes.d" / (remote + ".conf"),
+          "[remote]\nname = " + remote + "\nmetadata_url = " + primary_base +
+              "metadata/\ntargets_url = " + primary_base + "targets/\nmirrors = " + base_url() +
+              "\ntrusted_root = " + trusted_root().string() + "\nallow_http = true\n"),
+      "write " + remote + ".conf");
 }
 
 }  // namespace tests::daemon

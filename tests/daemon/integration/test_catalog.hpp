@@ -1,8 +1,10 @@
 // A signed TUF catalog for daemon integration tests, served on loopback.
 //
 // Built with catalog::tuf::Repository (fresh keys, consistent snapshots) and
-// published into a temporary directory that tests/support's HttpServer serves.
-// Its targets, each with custom.epbroker metadata:
+// published into a temporary directory that Debian's nginx serves
+// (tests/support/nginx_server); paths starting "/__" go through nginx to
+// tests/support's python HttpServer, so e.g. "<base>/__slow__/targets/" serves
+// the targets with its faults. Its targets, each with custom.epbroker metadata:
 //
 //   test-ep     0.1.0  the real test-ep package (ep-packages/test-ep, CMake's
 //                      EPBROKER_TEST_EP_PACKAGE) when it was built, else a stand-in
@@ -20,6 +22,7 @@
 
 #include "tests/daemon/integration/private_bus.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/nginx_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace tests::daemon {
@@ -33,6 +36,7 @@ struct CatalogTarget {
   std::string version;
   std::string target_path;  // TUF target path, e.g. "test-ep/test-ep-0.1.0.tar.zst"
   std::uint64_t length = 0;
+  std::string sha256;   // of the package file (names its partial download)
   std::string library;  // the EP library's path inside the package
 };
 
@@ -43,6 +47,11 @@ class TestCatalog {
 
   std::string metadata_url() const { return server_->url("metadata/"); }
   std::string targets_url() const { return server_->url("targets/"); }
+  // The repository's base ("<base>/metadata/", "<base>/targets/"), as a mirror
+  // is configured.
+  std::string base_url() const { return server_->url(""); }
+  const support::NginxServer& server() const { return *server_; }
+  const support::HttpServer& fault_server() const { return *faults_; }
   // The root clients trust on first use: metadata/1.root.json.
   std::filesystem::path trusted_root() const { return repo_dir() / "metadata/1.root.json"; }
   std::filesystem::path repo_dir() const { return tmp_ / "repo"; }
@@ -52,12 +61,17 @@ class TestCatalog {
 
   // Writes remotes.d/NAME.conf for this catalog into `bus`'s configuration.
   void add_to(PrivateBus& bus, const std::string& remote = "test") const;
+  // The same, but with `primary_base` (e.g. a dead address) as the remote's
+  // primary and this catalog as its one mirror.
+  void add_as_mirror(PrivateBus& bus, const std::string& primary_base,
+                     const std::string& remote = "test") const;
 
  private:
   support::TempDir tmp_;
   std::map<std::string, CatalogTarget> targets_;
   bool real_test_ep_ = false;
-  std::unique_ptr<support::HttpServer> server_;
+  std::unique_ptr<support::HttpServer> faults_;   // behind nginx for "/__" paths
+  std::unique_ptr<support::NginxServer> server_;  // destroyed first
 };
 
 }  // namespace tests::daemon
