@@ -5,6 +5,10 @@
 #   2. extraction of the OpenVINO EP package vs tar
 #   3. package file -> first inference, per EP package
 #   4. epbrokerd on a private bus: activation, RequestSession vs Ping, idle RSS/wakeups
+#   5. inference through a broker-registered EP vs the same EP registered directly
+#   6. nothing installed -> first inference vs pip install + Python (the pinned
+#      wheels of requirements-bench-pip.txt, fetched once into the cache), and disk
+#      use of N apps sharing one store vs N virtualenvs
 # Usage: tests/bench/run.sh   (after scripts/bootstrap.sh)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -32,4 +36,13 @@ fi
 if cmake --build $B --target bench_daemon >/dev/null 2>&1; then
   echo "== daemon"
   ./$B/tests/bench/bench_daemon 2000
+fi
+if cmake --build $B --target bench_broker_vs_direct >/dev/null 2>&1; then
+  echo "== broker-registered EP vs the same EP registered directly"
+  ./$B/tests/bench/bench_broker_vs_direct 3000
+fi
+if cmake --build $B --target bench_vs_pip >/dev/null 2>&1; then
+  DL="${EPBROKER_CACHE:-$HOME/.cache/epbroker}/dl"
+  "${EPBROKER_PYTHON:-python3}" tests/bench/pip_side.py fetch --dir "$DL/bench-wheels" --seed "$DL"
+  ./$B/tests/bench/bench_vs_pip --wheels "$DL/bench-wheels"
 fi
