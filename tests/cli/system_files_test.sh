@@ -94,6 +94,26 @@ if have systemd-analyze; then
   check "exposure $exposure <= $MAX_EXPOSURE" -- \
     awk -v e="${exposure:-99}" -v m="$MAX_EXPOSURE" 'BEGIN { exit !(e != "" && e + 0 <= m + 0) }'
   if [[ $security_rc -ne 0 || -z $exposure ]]; then grep -E '✗|Overall' security.txt; fi
+
+  # The refresh timer and its service (they name busctl, which exists).
+  REFRESH_SERVICE=$SRC/systemd/epbroker-refresh.service
+  REFRESH_TIMER=$SRC/systemd/epbroker-refresh.timer
+  cp "$REFRESH_SERVICE" "$REFRESH_TIMER" units/
+  verify_refresh() {
+    systemd-analyze verify units/epbroker-refresh.timer units/epbroker-refresh.service \
+      >verify-refresh.txt 2>&1
+    local rc=$?
+    cat verify-refresh.txt
+    [[ $rc -eq 0 ]] && ! grep -q 'epbroker-refresh' verify-refresh.txt
+  }
+  check "systemd-analyze verify is clean for epbroker-refresh.{timer,service}" -- verify_refresh
+  check "refresh service calls RefreshCatalog on the system bus" -- grep -qE \
+    '^ExecStart=/usr/bin/busctl --system call org.epbroker.Broker1 /org/epbroker/Broker1 org.epbroker.Broker1 RefreshCatalog$' \
+    "$REFRESH_SERVICE"
+  check "refresh timer is persistent and spread" -- \
+    bash -c "grep -qx 'Persistent=true' '$REFRESH_TIMER' && grep -q '^RandomizedDelaySec=' '$REFRESH_TIMER'"
+  systemd-analyze security --offline=yes --threshold=15 "$REFRESH_SERVICE" >security-refresh.txt 2>&1
+  check "refresh service exposure <= $MAX_EXPOSURE" -- test $? -eq 0
 else
   failed=$((failed + 1))
   echo "FAIL: systemd-analyze not installed (package systemd; scripts/bootstrap.sh installs it)"
