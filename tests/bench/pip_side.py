@@ -115,8 +115,15 @@ def fetch(args):
             missing.append(name)
     if missing:
         print(f"pip_side: downloading {', '.join(missing)} into {dest}", file=sys.stderr)
+        # The pinned wheels are for CPython 3.11 on manylinux x86_64, whatever
+        # interpreter runs this.
+        target = ["--python-version", "3.11", "--implementation", "cp", "--abi", "cp311",
+                  "--abi", "abi3", "--abi", "none"]
+        for platform in ("manylinux_2_28_x86_64", "manylinux_2_27_x86_64",
+                         "manylinux2014_x86_64", "any"):
+            target += ["--platform", platform]
         subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                        "--require-hashes", "--only-binary=:all:", "--dest", str(dest),
+                        "--require-hashes", "--only-binary=:all:", *target, "--dest", str(dest),
                         "-r", str(args.requirements)], check=True, env=pip_env())
     bad = [n for n, v, h in pins if not find_pinned([dest], n, v, h)]
     if bad:
