@@ -1,0 +1,251 @@
+#include "client/epbrokerctl/commands.hpp"
+
+#include <algorithm>
+#include <ostream>
+#include <sstream>
+
+#include "client/epbrokerctl/output.hpp"
+
+namespace epbrokerctl {
+namespace {
+
+using nlohmann::json;
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string hex4(std::uint16_t v) {
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%04x", v);
+  return buf;
+}
+
+void print_json(Context& ctx, const json& doc) { ctx.out << doc.dump(2) << '\n'; }
+
+// ---- devices ----------------------------------------------------------------------------
+
+int devices(Context& ctx) {
+  const auto list = ctx.client.devices();
+  if (ctx.inv.json) {
+    json arr = json::array();
+    for (const auto& d : list) arr.push_back(to_json(d));
+    print_json(ctx, {{"devices", arr}});
+    return kOk;
+  }
+  Table t({"ID", "TYPE", "VENDOR", "NAME", "DRIVER", "DETAILS"});
+  for (const auto& d : list) {
+    std::string details;
+    if (d.type == "cpu") {
+      details =
+          std::to_string(d.cores) + " cores, " + std::to_string(d.threads) + " threads, " + d.arch;
+      // The extensions EPs care about most, if present.
+      std::vector<std::string> notable;
+      for (const char* isa : {"avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "sve"}) {
+        if (std::find(d.isa.begin(), d.isa.end(), isa) != d.isa.end()) notable.push_back(isa);
+      }
+      if (!notable.empty()) details += "; " + join(notable, " ");
+    } else {
+      details = d.bus_path.empty() ? "" : "pci " + d.bus_path;
+      details += " [" + hex4(d.vendor_id) + ":" + hex4(d.device_id) + "]";
+      if (!d.node.empty()) details += " " + d.node;
+    }
+    std::string driver = d.driver;
+    if (!d.driver_version.empty()) driver += " " + d.driver_version;
+    t.add({d.id, d.type, d.vendor, d.name, driver.empty() ? "-" : driver, details});
+  }
+  t.print(ctx.out);
+  return kOk;
+}
+
+// ---- providers --------------------------------------------------------------------------
+
+int providers(Context& ctx) {
+  const auto list = ctx.client.providers();
+  if (ctx.inv.json) {
+    json arr = json::array();
+    for (const auto& p : list) arr.push_back(to_json(p));
+    print_json(ctx, {{"providers", arr}});
+    return kOk;
+  }
+  if (list.empty()) {
+    ctx.out << "No providers: no trusted catalog lists any yet (try `epbrokerctl refresh`).\n";
+    return kOk;
+  }
+  Table t({"NAME", "VERSION", "STATE", "SIZE", "DEVICES", "EP"});
+  std::vector<const epbroker::Provider*> unusable;
+  for (const auto& p : list) {
+    t.add({p.name, p.version, p.state_name, format_bytes(p.size),
+           p.devices.empty() ? "-" : join(p.devices, ","), join(p.ep_names, ",")});
+    if (!p.reason.empty()) unusable.push_back(&p);
+  }
+  t.print(ctx.out);
+  if (!unusable.empty()) {
+    ctx.out << "\nWhy not usable here:\n";
+    for (const auto* p : unusable) ctx.out << "  " << p->name << ": " << p->reason << '\n';
+  }
+  return kOk;
+}
+
+// ---- install / refresh (jobs) -----------------------------------------------------------
+
+// Progress on stderr, unless --json (a script reads the document only).
+epbroker::ProgressCallback progress_to(Context& ctx, ProgressView& view, epbroker::Progress& last) {
+  return [&ctx, &view, &last](const epbroker::Progress& p) {
+    last = p;
+    if (!ctx.inv.json) view.update(p);
+  };
+}
+
+int install(Context& ctx) {
+  const std::string& name = ctx.inv.args.at(0);
+  ProgressView view(ctx.err, ctx.err_is_terminal);
+  epbroker::Progress last;
+  epbroker::Provider p;
+  try {
+    p = ctx.client.ensure_ready(name, progress_to(ctx, view, last), ctx.cancel);
+  } catch (...) {
+    view.finish();
+    throw;
+  }
+  view.finish();
+  if (ctx.inv.json) {
+    print_json(ctx, {{"provider", to_json(p)}, {"job", to_json(last)}});
+    return kOk;
+  }
+  ctx.out << "installed " << p.name << " " << p.version << " (" << format_bytes(p.size) << ")\n"
+          << "  library: " << p.library_path << '\n'
+          << "  registers as: " << join(p.ep_names, ", ") << '\n';
+  return kOk;
+}
+
+int refresh(Context& ctx) {
+  ProgressView view(ctx.err, ctx.err_is_terminal);
+  epbroker::Progress last;
+  try {
+    ctx.client.refresh(progress_to(ctx, view, last), ctx.cancel);
+  } catch (...) {
+    view.finish();
+    throw;
+  }
+  view.finish();
+  const auto s = ctx.client.status();
+  if (ctx.inv.json) {
+    print_json(
+        ctx,
+        {{"job", to_json(last)},
+         {"catalog",
+          {{"revision", s.catalog_revision},
+           {"expires", s.catalog_expires.empty() ? json(nullptr) : json(s.catalog_expires)}}}});
+    return kOk;
+  }
+  ctx.out << "catalog revision " << s.catalog_revision;
+  if (!s.catalog_expires.empty()) ctx.out << ", expires " << s.catalog_expires;
+  ctx.out << '\n';
+  return kOk;
+}
+
+// ---- remove / verify / status -----------------------------------------------------------
+
+int remove(Context& ctx) {
+  const std::string& name = ctx.inv.args.at(0);
+  ctx.client.remove(name);
+  if (ctx.inv.json) {
+    print_json(ctx, {{"removed", name}});
+  } else {
+    ctx.out << "removed " << name << '\n';
+  }
+  return kOk;
+}
+
+int verify(Context& ctx) {
+  const auto results = ctx.client.verify();
+  const bool ok = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.ok; });
+  if (ctx.inv.json) {
+    json arr = json::array();
+    for (const auto& r : results) arr.push_back(to_json(r));
+    print_json(ctx, {{"ok", ok}, {"results", arr}});
+  } else if (results.empty()) {
+    ctx.out << "Nothing installed.\n";
+  } else {
+    Table t({"NAME", "VERSION", "RESULT"});
+    for (const auto& r : results) t.add({r.name, r.version, r.ok ? "ok" : "DAMAGED: " + r.problem});
+    t.print(ctx.out);
+    if (!ok) ctx.out << "\nRepair a damaged package with `epbrokerctl install NAME`.\n";
+  }
+  return ok ? kOk : kFailed;
+}
+
+int status(Context& ctx) {
+  const auto s = ctx.client.status();
+  const auto list = ctx.client.providers();
+  std::size_t installed = 0;
+  std::uint64_t store_bytes = 0;
+  for (const auto& p : list) {
+    if (p.state != epbroker::ProviderState::ready) continue;
+    ++installed;
+    store_bytes += p.size;
+  }
+  std::vector<const epbroker::JobInfo*> running;
+  for (const auto& j : s.jobs) {
+    if (!epbroker::is_final(j.progress.state)) running.push_back(&j);
+  }
+  if (ctx.inv.json) {
+    json jobs = json::array();
+    for (const auto& j : s.jobs) jobs.push_back(to_json(j));
+    const auto& addr = ctx.client.bus_address();
+    print_json(
+        ctx, {{"bus_address", addr.empty() ? json(nullptr) : json(addr)},
+              {"daemon", {{"version", s.version}, {"state", s.daemon_state}}},
+              {"catalog",
+               {{"revision", s.catalog_revision},
+                {"expires", s.catalog_expires.empty() ? json(nullptr) : json(s.catalog_expires)}}},
+              {"store", {{"installed", installed}, {"bytes", store_bytes}}},
+              {"sessions", s.sessions},
+              {"jobs", jobs}});
+    return kOk;
+  }
+  const auto& addr = ctx.client.bus_address();
+  ctx.out << "daemon:    epbrokerd " << s.version << " (" << s.daemon_state << ")\n"
+          << "bus:       " << (addr.empty() ? "system bus" : addr) << '\n'
+          << "catalog:   ";
+  if (s.catalog_revision == 0) {
+    ctx.out << "never refreshed (run `epbrokerctl refresh`)\n";
+  } else {
+    ctx.out << "revision " << s.catalog_revision << ", expires "
+            << (s.catalog_expires.empty() ? "-" : s.catalog_expires) << '\n';
+  }
+  ctx.out << "store:     " << installed << (installed == 1 ? " provider" : " providers")
+          << " installed, " << format_bytes(store_bytes) << '\n'
+          << "sessions:  " << s.sessions << '\n'
+          << "jobs:      "
+          << (running.empty() ? std::string("none running")
+                              : std::to_string(running.size()) + " running")
+          << '\n';
+  for (const auto* j : running) {
+    const auto& p = j->progress;
+    ctx.out << "  " << p.kind << (p.target.empty() ? "" : " " + p.target) << ": "
+            << epbroker::to_string(p.state) << ", " << format_bytes(p.bytes_done);
+    if (p.bytes_total > 0) ctx.out << " / " << format_bytes(p.bytes_total);
+    ctx.out << '\n';
+  }
+  return kOk;
+}
+
+}  // namespace
+
+int run_command(Context& ctx) {
+  const std::string& c = ctx.inv.command;
+  if (c == "devices") return devices(ctx);
+  if (c == "providers") return providers(ctx);
+  if (c == "install") return install(ctx);
+  if (c == "remove") return remove(ctx);
+  if (c == "refresh") return refresh(ctx);
+  if (c == "verify") return verify(ctx);
+  if (c == "status") return status(ctx);
+  return kUsage;  // parse_args() admits known commands only
+}
+
+}  // namespace epbrokerctl

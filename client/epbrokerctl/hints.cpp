@@ -1,0 +1,89 @@
+// epbrokerctl: exit codes for errors, and what to do next.
+#include "client/epbrokerctl/commands.hpp"
+
+namespace epbrokerctl {
+
+int exit_code_for(const epbroker::Error& e) {
+  using epbroker::Errc;
+  switch (e.code()) {
+    case Errc::not_authorized:
+      return kNotAuthorized;
+    case Errc::not_found:
+      return kNotFound;
+    case Errc::invalid_argument:
+      return kUsage;
+    case Errc::unavailable:
+    case Errc::timeout:
+      return kUnavailable;
+    case Errc::incompatible:
+    case Errc::verification_failed:
+    case Errc::network:
+    case Errc::busy:
+    case Errc::cancelled:
+    case Errc::protocol:
+      return kFailed;
+  }
+  return kFailed;
+}
+
+std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
+  using epbroker::Errc;
+  const std::string& cmd = inv.command;
+  const bool test_bus = !inv.bus_address.empty();
+  switch (e.code()) {
+    case Errc::unavailable:
+      if (test_bus) {
+        return "Is a bus listening at " + inv.bus_address +
+               ", and can it start epbrokerd (its services directory)?";
+      }
+      return "Is epbrokerd installed and D-Bus running? Check `systemctl status epbrokerd` and "
+             "`journalctl -u epbrokerd`; for another bus use --bus-address or "
+             "EPBROKER_BUS_ADDRESS.";
+    case Errc::timeout:
+      return "epbrokerd did not answer in time; check `systemctl status epbrokerd` and "
+             "`journalctl -u epbrokerd`.";
+    case Errc::not_authorized:
+      if (cmd == "install") {
+        return "Installing needs polkit's org.epbroker.install (an active local session), or, "
+               "without polkit, root or a member of the install_group set in "
+               "/etc/epbroker/epbroker.conf. Try `sudo epbrokerctl install " +
+               (inv.args.empty() ? std::string("NAME") : inv.args.front()) + "`.";
+      }
+      return "`" + cmd +
+             "` needs polkit's org.epbroker.manage (an administrator), or, without polkit, "
+             "root or a member of install_group. Try `sudo epbrokerctl " +
+             cmd + "`.";
+    case Errc::not_found:
+      if (cmd == "remove")
+        return "Nothing is installed under that name: see `epbrokerctl providers`.";
+      return "See `epbrokerctl providers` for the packages the trusted catalogs list; "
+             "`epbrokerctl refresh` fetches the latest catalog.";
+    case Errc::invalid_argument:
+      return "Package names are lowercase letters, digits, '.', '_' and '-' (at most 64); see "
+             "`epbrokerctl " +
+             (cmd.empty() ? std::string("--help") : cmd + " --help") + "`.";
+    case Errc::incompatible:
+      return "`epbrokerctl providers` shows why each package can or cannot run here.";
+    case Errc::verification_failed:
+      return "The catalog or package failed a signature, hash or manifest check and was not "
+             "used. Do not bypass this: `epbrokerctl refresh` retries with fresh metadata; if it "
+             "persists, tell the catalog's publisher.";
+    case Errc::network:
+      return "Check the network and the remote's URLs in /etc/epbroker/remotes.d/; "
+             "`journalctl -u epbrokerd` has the details.";
+    case Errc::busy:
+      if (cmd == "remove") {
+        return "A running application holds a session on it; stop that application (or wait) "
+               "and try again.";
+      }
+      return "Try again later.";
+    case Errc::cancelled:
+      return "";
+    case Errc::protocol:
+      return "epbrokerctl and epbrokerd may be different versions: compare `epbrokerctl "
+             "--version` with `epbrokerctl status`.";
+  }
+  return "";
+}
+
+}  // namespace epbrokerctl

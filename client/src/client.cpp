@@ -1,0 +1,149 @@
+#include <cstdlib>
+#include <utility>
+
+#include "client/src/connection.hpp"
+#include "client/src/convert.hpp"
+#include "client/src/job_wait.hpp"
+#include "epbroker/client.hpp"
+
+namespace epbroker {
+
+using detail::checked;
+
+namespace {
+
+constexpr const char* kBrokerInterface = "org.epbroker.Broker1";
+constexpr const char* kJobInterface = "org.epbroker.Job1";
+constexpr const char* kSessionInterface = "org.epbroker.Session1";
+// Verify re-hashes the whole store: far longer than a method call may take by default.
+constexpr std::uint64_t kVerifyTimeoutUsec = 600ULL * 1000 * 1000;
+
+std::string address_from(const ClientOptions& options) {
+  if (!options.bus_address.empty()) return options.bus_address;
+  const char* env = std::getenv("EPBROKER_BUS_ADDRESS");
+  return env ? std::string(env) : std::string();
+}
+
+template <typename T>
+T prop(const detail::Dict& d, const char* key, const char* sig) {
+  auto it = d.find(key);
+  if (it == d.end()) return T{};
+  if (it->second.peekValueType() != sig) {
+    throw Error(Errc::protocol, std::string("property ") + key + " has an unexpected type");
+  }
+  return it->second.get<T>();
+}
+
+}  // namespace
+
+Client::Client(ClientOptions options)
+    : conn_(std::make_shared<detail::Connection>(address_from(options))) {}
+
+Client::~Client() = default;
+Client::Client(Client&&) noexcept = default;
+Client& Client::operator=(Client&&) noexcept = default;
+
+const std::string& Client::bus_address() const noexcept { return conn_->address; }
+
+std::vector<Device> Client::devices() {
+  const auto dicts = checked([&] { return conn_->broker->ListDevices(); });
+  std::vector<Device> out;
+  out.reserve(dicts.size());
+  for (const auto& d : dicts) out.push_back(detail::to_device(d));
+  return out;
+}
+
+std::vector<Provider> Client::providers() {
+  const auto dicts = checked([&] { return conn_->broker->ListProviders(); });
+  std::vector<Provider> out;
+  out.reserve(dicts.size());
+  for (const auto& d : dicts) out.push_back(detail::to_provider(d));
+  return out;
+}
+
+Status Client::status() {
+  Status s;
+  const auto props = checked([&] { return conn_->broker->GetAll(kBrokerInterface); });
+  s.version = prop<std::string>(props, "Version", "s");
+  s.daemon_state = prop<std::string>(props, "DaemonState", "s");
+  s.catalog_revision = prop<std::uint64_t>(props, "CatalogRevision", "t");
+  s.catalog_expires = prop<std::string>(props, "CatalogExpires", "s");
+  // Sessions and jobs are the objects the broker publishes under its root.
+  const auto objects = checked([&] { return conn_->broker->GetManagedObjects(); });
+  for (const auto& [path, interfaces] : objects) {
+    if (interfaces.count(kSessionInterface)) ++s.sessions;
+    auto job = interfaces.find(kJobInterface);
+    if (job == interfaces.end()) continue;
+    const auto& jp = job->second;
+    JobInfo info;
+    info.progress.job = path;
+    info.progress.kind = prop<std::string>(jp, "Kind", "s");
+    info.progress.target = prop<std::string>(jp, "Target", "s");
+    info.progress.state = detail::parse_job_state(prop<std::string>(jp, "State", "s"));
+    info.progress.bytes_done = prop<std::uint64_t>(jp, "BytesDone", "t");
+    info.progress.bytes_total = prop<std::uint64_t>(jp, "BytesTotal", "t");
+    info.error = prop<std::string>(jp, "Error", "s");
+    info.error_message = prop<std::string>(jp, "ErrorMessage", "s");
+    s.jobs.push_back(std::move(info));
+  }
+  return s;
+}
+
+Provider Client::ensure_ready(const std::string& name, const ProgressCallback& on_progress,
+                              const CancelToken& cancel) {
+  if (cancel.cancelled()) throw Error(Errc::cancelled, "cancelled before the install started");
+  const std::string job = checked([&] { return conn_->broker->EnsureProvider(name); });
+  detail::wait_for_job(*conn_, job, on_progress, cancel);
+  for (auto& p : providers()) {
+    if (p.name == name && p.state == ProviderState::ready) return p;
+  }
+  // Removed again between the job's end and this call, or replaced meanwhile.
+  throw Error(Errc::not_found, "'" + name + "' was installed but is no longer listed as ready");
+}
+
+std::uint64_t Client::refresh(const ProgressCallback& on_progress, const CancelToken& cancel) {
+  if (cancel.cancelled()) throw Error(Errc::cancelled, "cancelled before the refresh started");
+  const std::string job = checked([&] { return conn_->broker->RefreshCatalog(); });
+  detail::wait_for_job(*conn_, job, on_progress, cancel);
+  return checked([&] { return conn_->broker->CatalogRevision(); });
+}
+
+void Client::remove(const std::string& name) {
+  checked([&] { conn_->broker->RemoveProvider(name); });
+}
+
+std::vector<VerifyResult> Client::verify() {
+  const auto dicts = checked([&] {
+    // The generated call takes the connection's default timeout: raise it for this one.
+    const auto previous = conn_->bus->getMethodCallTimeout();
+    conn_->bus->setMethodCallTimeout(kVerifyTimeoutUsec);
+    try {
+      auto r = conn_->broker->Verify();
+      conn_->bus->setMethodCallTimeout(previous);
+      return r;
+    } catch (...) {
+      conn_->bus->setMethodCallTimeout(previous);
+      throw;
+    }
+  });
+  std::vector<VerifyResult> out;
+  out.reserve(dicts.size());
+  for (const auto& d : dicts) out.push_back(detail::to_verify_result(d));
+  return out;
+}
+
+Session Client::request_session(const SessionOptions& options) {
+  auto [path, dicts] =
+      checked([&] { return conn_->broker->RequestSession(detail::to_options(options)); });
+  std::vector<Provider> granted;
+  granted.reserve(dicts.size());
+  try {
+    for (const auto& d : dicts) granted.push_back(detail::to_provider(d));
+  } catch (...) {
+    Session(conn_, path, {}).release();  // do not leak the lease
+    throw;
+  }
+  return Session(conn_, path, std::move(granted));
+}
+
+}  // namespace epbroker

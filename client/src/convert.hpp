@@ -1,0 +1,27 @@
+// libepbroker internals: the daemon's a{sv} dictionaries to the public structs.
+// Unknown keys are ignored and missing ones keep their defaults (a newer or older
+// daemon); a known key of another type is Error(protocol) naming the key.
+#pragma once
+
+#include <sdbus-c++/sdbus-c++.h>
+
+#include <map>
+#include <string>
+
+#include "epbroker/client.hpp"
+
+namespace epbroker::detail {
+
+using Dict = std::map<std::string, sdbus::Variant>;
+
+Device to_device(const Dict& d);
+Provider to_provider(const Dict& d);
+VerifyResult to_verify_result(const Dict& d);
+
+ProviderState parse_provider_state(const std::string& s);
+JobState parse_job_state(const std::string& s);
+
+// The a{sv} RequestSession takes.
+Dict to_options(const SessionOptions& options);
+
+}  // namespace epbroker::detail
