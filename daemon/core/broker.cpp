@@ -44,6 +44,9 @@ Broker::Broker(BrokerOptions options, BrokerListener* listener, store::Store sto
       devices_(std::move(devices)),
       machine_(hardware::to_machine_info(devices_)),
       jobs_([this](const JobSnapshot& s) {
+        // An install that ends changes its provider's state (installing -> ready,
+        // or back to available).
+        if (s.kind == JobKind::install && is_final(s.state)) invalidate_providers();
         if (listener_) listener_->job_changed(s);
       }),
       sessions_(options_.config.daemon.max_sessions_per_client, [this](const SessionInfo& s) {
@@ -167,7 +170,20 @@ ProviderView Broker::view_of(const CatalogEntry* entry,
   return v;
 }
 
-std::vector<ProviderView> Broker::providers() const {
+std::vector<ProviderView> Broker::providers() const { return *provider_views(); }
+
+std::shared_ptr<const std::vector<ProviderView>> Broker::provider_views() const {
+  std::lock_guard lock(views_mu_);
+  // The generation is read before computing: a change made meanwhile bumps it
+  // again, so the views computed here are never taken for newer than they are.
+  const std::uint64_t gen = providers_gen_.load();
+  if (views_ && views_gen_ == gen) return views_;
+  views_ = std::make_shared<const std::vector<ProviderView>>(compute_providers());
+  views_gen_ = gen;
+  return views_;
+}
+
+std::vector<ProviderView> Broker::compute_providers() const {
   std::vector<CatalogEntry> entries;
   {
     std::lock_guard lock(mu_);
@@ -226,6 +242,7 @@ Result<std::uint64_t> Broker::ensure_provider(const RequestContext& ctx, const s
     return fail(Errc::busy, ctx.sender + " already runs the per-client maximum of jobs");
   }
   auto job = jobs_.create(JobKind::install, name, ctx);
+  invalidate_providers();  // NAME is installing now
   // 3. Already installed: a job that is done at once, so callers wait the same way.
   if (store_.find(entry->meta.name, entry->meta.version.text)) {
     job->succeed();
@@ -353,6 +370,7 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
       store_.install(*file, *meta, [&](store::InstallPhase phase, std::uint64_t, std::uint64_t) {
         if (phase != store::InstallPhase::extracting) job->set_state(JobState::installing);
       });
+  invalidate_providers();  // the store changed (or, on failure, stayed as it was)
   std::error_code ec;
   fs::remove(*file, ec);
   if (!installed) {
@@ -371,6 +389,7 @@ Result<void> Broker::remove_provider(const RequestContext& ctx, const std::strin
   }
   if (store_.versions(name).empty()) return fail(Errc::not_found, name + " is not installed");
   auto removed = store_.remove(name);
+  invalidate_providers();  // even a failed removal may have changed the store
   if (!removed) return std::unexpected(removed.error());
   if (listener_) listener_->providers_changed();
   return {};
@@ -443,6 +462,7 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
     catalog_ = std::move(all);
     rev = revision_;
   }
+  invalidate_providers();
   job->succeed();
   if (listener_) {
     listener_->catalog_changed(rev);
@@ -489,25 +509,25 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
   if (sessions_.count_for(ctx.sender) >= options_.config.daemon.max_sessions_per_client) {
     return fail(Errc::busy, ctx.sender + " holds the per-client maximum of sessions");
   }
-  // 2. Which providers: asked-for ones, or every one the catalog or store knows.
-  std::vector<ProviderView> candidates = providers();
+  // 2. Which providers: asked-for ones, or every one the catalog or store knows
+  //    (the cached views; only the granted ones are copied).
+  const auto views = provider_views();
   SessionGrant grant;
   std::vector<store::LeaseId> leases;
   std::vector<std::string> lease_names;
-  for (auto& v : candidates) {
+  for (const auto& cached : *views) {
     if (!request.providers.empty() && std::find(request.providers.begin(), request.providers.end(),
-                                                v.name) == request.providers.end()) {
+                                                cached.name) == request.providers.end()) {
       continue;
     }
-    if (app_ort && v.state != "incompatible") {
-      // The app's ORT against the package's minimum.
-      auto pkg = store_.find(v.name, v.version);
-      std::optional<catalog::EpMetadata> meta;
-      if (pkg) meta = pkg->manifest.ep;
-      if (meta && meta->ort_min.value > *app_ort) {
+    ProviderView v = cached;
+    if (app_ort && v.state == "ready") {
+      // The app's ORT against the installed package's minimum (a ready view's
+      // ort_min comes from the installed manifest).
+      auto ort_min = catalog::parse_version(v.ort_min);
+      if (ort_min && *ort_min > *app_ort) {
         v.state = "incompatible";
-        v.reason =
-            "needs ONNX Runtime >= " + meta->ort_min.text + ", app has " + request.ort_version;
+        v.reason = "needs ONNX Runtime >= " + v.ort_min + ", app has " + request.ort_version;
         v.library_path.clear();
       }
     }

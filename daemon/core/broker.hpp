@@ -7,6 +7,7 @@
 // come from either.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -106,6 +107,10 @@ class Broker {
   ~Broker();  // cancels jobs and joins their threads
 
   std::vector<hardware::Device> devices() const;
+  // Every provider the store or a trusted catalog knows, installed ones first.
+  // Computed once and shared until the catalog, the store or an install job's
+  // state changes (provider_views()), so reading it costs a copy, not a
+  // recomputation.
   std::vector<ProviderView> providers() const;
 
   // Install NAME's newest compatible version (org.epbroker.install). Returns
@@ -139,6 +144,12 @@ class Broker {
   void run_refresh(std::shared_ptr<Job> job);
   catalog::Result<std::vector<CatalogEntry>> refresh_remote(const config::Remote& remote, Job& job);
   std::optional<CatalogEntry> best_entry(const std::string& name, std::string* reason) const;
+  // The cached views (see providers()): recomputed by the first reader after
+  // invalidate_providers(), which every change of catalog_, of the store or of
+  // an install job's activity calls once that change is visible.
+  std::shared_ptr<const std::vector<ProviderView>> provider_views() const;
+  std::vector<ProviderView> compute_providers() const;
+  void invalidate_providers() { providers_gen_.fetch_add(1); }
   ProviderView view_of(const CatalogEntry* entry,
                        const std::optional<store::InstalledPackage>& installed) const;
   void load_catalog_cache();
@@ -154,6 +165,11 @@ class Broker {
   std::uint64_t revision_ = 0;
   std::string expires_;
   std::map<std::uint64_t, std::vector<store::LeaseId>> session_leases_;
+  // The provider cache: views_ is valid while views_gen_ == providers_gen_.
+  std::atomic<std::uint64_t> providers_gen_{1};
+  mutable std::mutex views_mu_;  // guards views_, views_gen_; taken before mu_
+  mutable std::shared_ptr<const std::vector<ProviderView>> views_;
+  mutable std::uint64_t views_gen_ = 0;
   JobTable jobs_;
   SessionRegistry sessions_;
   std::mutex threads_mu_;
