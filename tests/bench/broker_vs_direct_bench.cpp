@@ -8,11 +8,12 @@
 // the store's library_path, which is registered in this process's ORT.
 // Path B (direct): the same library as the build staged it (the bytes the package
 // was packed from, checked equal), registered without the broker.
-// Both sessions run an MLP that test-ep takes whole (CPU fallback disabled, every
-// node checked to be on EpbrokerTestEp), with the same inputs, interleaved A B B A
-// so that drift (frequency, other load) hits both alike; besides p50/p99, the
-// median of the paired differences (run i of A vs run i of B). The noise floor is
-// the same comparison within path A alone.
+// Every session runs an MLP that test-ep takes whole (CPU fallback disabled, every
+// node checked to be on EpbrokerTestEp), with the same inputs, interleaved (order
+// rotated) so that drift (frequency, other load) hits all alike and each path
+// runs first, second and third equally often. The floor A vs B is read against:
+// path C, a copy of B's file registered directly too (two loads of the same bytes
+// differ by code placement alone).
 #include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
@@ -21,7 +22,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <optional>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@
 #include "tests/ort/support/ep_registration.hpp"
 #include "tests/ort/support/model_writer.hpp"
 #include "tests/ort/support/node_test.hpp"
+#include "tests/support/temp_dir.hpp"
 
 namespace {
 
@@ -154,25 +156,41 @@ int bench(int iterations) {
     std::cerr << "the session did not grant test-ep\n";
     return 1;
   }
+  // Path C: a copy of B's file, registered directly too. B vs C is what loading the
+  // same bytes twice costs or gains without any broker (code placement, caches):
+  // the floor that A vs B is read against.
+  tests::support::TempDir copy_dir;
+  const fs::path copy = copy_dir / "libepbroker_test_ep.so";
+  fs::copy_file(EPBROKER_TEST_EP_LIBRARY, copy);
   // Registrations outlive the sessions on them (declared first, destroyed last).
-  std::optional<tests::ort::ScopedPlugin> plugin_a, plugin_b;
-  Path a{"broker", granted[0].library_path, {}, {}, {}};
-  Path b{"direct", EPBROKER_TEST_EP_LIBRARY, {}, {}, {}};
-  const auto bytes_a = catalog::read_file(a.library, 1 << 30);
-  const auto bytes_b = catalog::read_file(b.library, 1 << 30);
-  if (!bytes_a || !bytes_b || *bytes_a != *bytes_b || fs::equivalent(a.library, b.library)) {
-    std::cerr << "the two paths must be distinct files with the same bytes\n";
+  std::vector<std::unique_ptr<tests::ort::ScopedPlugin>> plugins;
+  std::vector<Path> paths(3);
+  paths[0].label = "broker";
+  paths[0].library = granted[0].library_path;
+  paths[1].label = "direct";
+  paths[1].library = EPBROKER_TEST_EP_LIBRARY;
+  paths[2].label = "copy";
+  paths[2].library = copy;
+  const auto bytes_a = catalog::read_file(paths[0].library, 1 << 30);
+  const auto bytes_b = catalog::read_file(paths[1].library, 1 << 30);
+  if (!bytes_a || !bytes_b || *bytes_a != *bytes_b ||
+      fs::equivalent(paths[0].library, paths[1].library)) {
+    std::cerr << "the broker's and the direct library must be distinct files with the same "
+                 "bytes\n";
     return 1;
   }
 
-  // 2. Register both in one ORT env; each registration brings its own devices.
-  plugin_a.emplace(tests::ort::test_env(), "broker.test-ep", a.library);
-  a.devices = new_devices({});
-  plugin_b.emplace(tests::ort::test_env(), "direct.test-ep", b.library);
-  b.devices = new_devices(a.devices);
-  if (a.devices.empty() || b.devices.empty()) {
-    std::cerr << "a registration offered no " << kEpName << " device\n";
-    return 1;
+  // 2. Register all in one ORT env; each registration brings its own devices.
+  std::vector<Ort::ConstEpDevice> seen;
+  for (auto& p : paths) {
+    plugins.push_back(
+        std::make_unique<tests::ort::ScopedPlugin>(tests::ort::test_env(), p.label, p.library));
+    p.devices = new_devices(seen);
+    if (p.devices.empty()) {
+      std::cerr << p.label << ": the registration offered no " << kEpName << " device\n";
+      return 1;
+    }
+    seen.insert(seen.end(), p.devices.begin(), p.devices.end());
   }
   const std::string model = mlp_model();
   std::printf("model: MLP [%lld,%lld] -> %lld -> %lld -> [%lld,%lld], float32; ORT %s\n",
@@ -180,10 +198,10 @@ int bench(int iterations) {
               static_cast<long long>(kHidden), static_cast<long long>(kHidden),
               static_cast<long long>(kBatch), static_cast<long long>(kOut),
               OrtGetApiBase()->GetVersionString());
-  make_session(a, model);
-  make_session(b, model);
+  for (auto& p : paths) make_session(p, model);
 
-  // 3. Interleaved timed runs on the same input.
+  // 3. Interleaved timed runs on the same input, the order rotated every iteration
+  // (A B C, B C A, C A B) so that each path runs first, second and third alike.
   std::mt19937 rng(11);
   const Tensor x = random_tensor("X", {kBatch, kIn}, 1.0f, rng);
   Ort::Value input = tests::ort::as_ort_value(x);
@@ -196,37 +214,29 @@ int bench(int iterations) {
     if (record) p.us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
   };
   for (int i = 0; i < 100; ++i) {  // warm-up: caches, allocator arenas
-    run(a, false);
-    run(b, false);
+    for (auto& p : paths) run(p, false);
   }
   for (int i = 0; i < iterations; ++i) {
-    if (i % 2 == 0) {
-      run(a, true);
-      run(b, true);
-    } else {
-      run(b, true);
-      run(a, true);
+    for (std::size_t k = 0; k < paths.size(); ++k) {
+      run(paths[(k + static_cast<std::size_t>(i)) % paths.size()], true);
     }
   }
-  const Stats sa = stats(a.us);
-  const Stats sb = stats(b.us);
-  // Paired: run i of A beside run i of B (adjacent in time), so drift cancels.
-  std::vector<double> paired;
-  for (std::size_t i = 0; i < a.us.size(); ++i) paired.push_back((a.us[i] - b.us[i]) / b.us[i]);
-  // Noise floor: A against itself, halves balanced for position (i % 4 < 2 vs >= 2,
-  // each half first and second equally often).
-  std::vector<double> half1, half2;
-  for (std::size_t i = 0; i < a.us.size(); ++i) (i % 4 < 2 ? half1 : half2).push_back(a.us[i]);
-  const double noise = 100.0 * (stats(half1).p50 - stats(half2).p50) / stats(half2).p50;
-  std::printf("%d runs each, interleaved A B B A\n", iterations);
-  std::printf("broker: p50 %8.1f us  p99 %8.1f us  min %8.1f us\n", sa.p50, sa.p99, sa.min);
-  std::printf("direct: p50 %8.1f us  p99 %8.1f us  min %8.1f us\n", sb.p50, sb.p99, sb.min);
-  std::printf("p50 difference (broker - direct) / direct: %+.2f%%  [goal |d| <= 1%%]\n",
-              100.0 * (sa.p50 - sb.p50) / sb.p50);
-  std::printf("median of paired differences: %+.2f%%; p99 difference: %+.2f%%; min: %+.2f%%\n",
-              100.0 * stats(paired).p50, 100.0 * (sa.p99 - sb.p99) / sb.p99,
-              100.0 * (sa.min - sb.min) / sb.min);
-  std::printf("noise floor (broker against itself, p50 of two balanced halves): %+.2f%%\n", noise);
+  const Stats sa = stats(paths[0].us);
+  const Stats sb = stats(paths[1].us);
+  const Stats sc = stats(paths[2].us);
+  auto pct = [](double x1, double x0) { return 100.0 * (x1 - x0) / x0; };
+  std::printf("%d runs each, interleaved (order rotated)\n", iterations);
+  for (std::size_t k = 0; k < paths.size(); ++k) {
+    const Stats st = stats(paths[k].us);
+    std::printf("%-7s p50 %8.1f us  p99 %8.1f us  min %8.1f us\n", paths[k].label.c_str(), st.p50,
+                st.p99, st.min);
+  }
+  std::printf("broker vs direct: p50 %+.2f%%  [goal |d| <= 1%%]; p99 %+.2f%%, min %+.2f%%\n",
+              pct(sa.p50, sb.p50), pct(sa.p99, sb.p99), pct(sa.min, sb.min));
+  std::printf(
+      "floor, copy vs direct (the same bytes loaded twice, no broker): p50 %+.2f%%; p99 "
+      "%+.2f%%, min %+.2f%%\n",
+      pct(sc.p50, sb.p50), pct(sc.p99, sb.p99), pct(sc.min, sb.min));
   return 0;
 }
 
