@@ -91,8 +91,14 @@ int app(const std::string& address, const std::string& model) {
   out["refresh_ms"] = ms_since(t);
   t = Clock::now();
   std::uint64_t downloaded = 0;
-  client.ensure_ready("openvino", [&](const epbroker::Progress& p) { downloaded = p.bytes_done; });
+  // When each job state was first seen (progress comes as the daemon's signals).
+  std::map<std::string, double> seen;
+  client.ensure_ready("openvino", [&](const epbroker::Progress& p) {
+    downloaded = p.bytes_done;
+    seen.try_emplace(std::string(epbroker::to_string(p.state)), ms_since(t));
+  });
   out["install_ms"] = ms_since(t);
+  for (const auto& [state, at] : seen) out["seen_" + state + "_ms"] = at;
   out["downloaded_bytes"] = downloaded;
   t = Clock::now();
   epbroker::SessionOptions request;
@@ -223,6 +229,26 @@ void pip_side(const fs::path& wheels, const fs::path& model, const std::string& 
   venv.openvino_devices = j.at("first_inference").at("openvino_devices").get<int>();
 }
 
+// The install job's phases, from when the app first saw each state. The daemon's
+// states: downloading (metadata check, fetch, hash), verifying (the store
+// extracts the package), installing (the store checks and commits the tree).
+void install_phases(const Samples& b) {
+  const std::pair<const char*, const char*> phases[] = {
+      {"downloading", "download"}, {"verifying", "extract"}, {"installing", "check + commit"}};
+  const char* next[] = {"verifying", "installing", "done"};
+  std::string line;
+  for (std::size_t i = 0; i < std::size(phases); ++i) {
+    const std::string from = std::string("seen_") + phases[i].first + "_ms";
+    const std::string to = std::string("seen_") + next[i] + "_ms";
+    if (!b.values.contains(from) || !b.values.contains(to)) continue;
+    char part[96];
+    std::snprintf(part, sizeof part, "%s%s %.0f ms", line.empty() ? "" : ", ", phases[i].second,
+                  b.median(to) - b.median(from));
+    line += part;
+  }
+  if (!line.empty()) std::printf("      (%s)\n", line.c_str());
+}
+
 void report(const Samples& b, const Samples& p, const Disk& d, const Venv& v, int repeat) {
   std::printf("\nmedian of %d; broker side: one app process, spawn to exit\n", repeat);
   const double ours = b.median("wall");
@@ -239,6 +265,7 @@ void report(const Samples& b, const Samples& p, const Disk& d, const Venv& v, in
   for (const auto& [key, label] : parts) {
     std::printf("    %-56s %8.1f ms\n", label, b.median(key));
     inner += b.median(key);
+    if (std::string(key) == "install_ms") install_phases(b);
   }
   std::printf("    %-56s %8.1f ms\n", "rest: process start (ORT loaded), exit", ours - inner);
   std::printf("  downloaded %.1f MB; ORT %s in the app\n",
