@@ -84,7 +84,7 @@ int app(const std::string& address, const std::string& model) {
   json out;
   auto t = Clock::now();
   epbroker::Client client({.bus_address = address});
-  const auto devices = client.devices();  // the first call: D-Bus activation
+  client.devices();  // the first call: D-Bus activation
   out["activation_ms"] = ms_since(t);
   t = Clock::now();
   client.refresh();
