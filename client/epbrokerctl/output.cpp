@@ -142,14 +142,20 @@ void ProgressView::update(const epbroker::Progress& p) {
     }
   }
   const std::string state(epbroker::to_string(p.state));
-  std::string amount = format_bytes(p.bytes_done);
+  // A refresh job moves no counted bytes: its state says it all.
+  std::string amount;
+  if (p.bytes_done > 0 || p.bytes_total > 0) amount = format_bytes(p.bytes_done);
   if (p.bytes_total > 0) amount += " / " + format_bytes(p.bytes_total);
   int percent = -1;
   if (p.bytes_total > 0) {
     percent = static_cast<int>(std::min<std::uint64_t>(100, p.bytes_done * 100 / p.bytes_total));
   }
 
+  const bool state_changed = p.state != last_state_;
   if (terminal_) {
+    // Redraw at most 10 times a second (the daemon reports every chunk).
+    if (!state_changed && now - last_line_ < std::chrono::milliseconds(100)) return;
+    last_line_ = now;
     constexpr int kBar = 24;
     std::string bar;
     if (percent >= 0) {
@@ -160,16 +166,16 @@ void ProgressView::update(const epbroker::Progress& p) {
     }
     std::string line = state;
     line.resize(std::max<std::size_t>(line.size(), 12), ' ');
-    line += bar + "  " + amount;
+    line += bar;
+    if (!amount.empty()) line += "  " + amount;
     if (!rate.empty()) line += "  " + rate;
     if (!eta.empty()) line += "  " + eta;
     // \r, the line, then clear to the end of the line (ESC [ K).
     out_ << '\r' << line << "\x1b[K" << std::flush;
     drawn_ = true;
   } else {
-    const bool state_changed = p.state != last_state_;
     if (!state_changed && now - last_line_ < std::chrono::seconds(1)) return;
-    std::string line = state + ": " + amount;
+    std::string line = amount.empty() ? state : state + ": " + amount;
     if (percent >= 0) line += " (" + std::to_string(percent) + "%)";
     if (!rate.empty()) line += ", " + rate;
     if (!eta.empty()) line += ", " + eta;

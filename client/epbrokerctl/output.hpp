@@ -38,8 +38,8 @@ class Table {
 };
 
 // Shows a job's progress on a stream: on a terminal one line redrawn in place
-// (state, bar, bytes, rate, ETA); otherwise plain lines, one per state change and
-// at most one per second while bytes move.
+// (state, bar, bytes, rate, ETA; at most 10 redraws a second); otherwise plain
+// lines, one per state change and at most one per second while bytes move.
 class ProgressView {
  public:
   ProgressView(std::ostream& out, bool terminal);

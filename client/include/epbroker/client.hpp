@@ -25,7 +25,8 @@
 // inside that call. CancelToken::cancel() may be called from any thread and from
 // a signal handler. A Session may be used (and destroyed) on another thread than
 // its Client, but not concurrently with calls on that Client, since they share
-// one connection. A Client must not be used in a child after fork().
+// one connection. A Client must not be used in a child after fork(). A
+// moved-from Client may only be destroyed or assigned to.
 //
 // Lifetime: a Session keeps its Client's bus connection open, even after the
 // Client is destroyed: the daemon ends a session when its owner's connection
