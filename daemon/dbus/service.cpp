@@ -396,9 +396,12 @@ void Service::publish_state() {
   if (published_state_ == now) return;
   published_state_ = now;
   log::debug("state: {}", daemon_state_name(now));
-  if (root_) {
+  if (!root_) return;
+  try {
     root_->emitPropertiesChangedSignal(org::epbroker::Broker1_adaptor::INTERFACE_NAME,
                                        {"DaemonState"});
+  } catch (const sdbus::Error& e) {
+    log::warn("cannot signal DaemonState: {}", e.getMessage());
   }
 }
 
@@ -408,11 +411,16 @@ bool Service::drain(std::chrono::milliseconds timeout) {
   // dispatches them in that order.
   auto done = std::make_shared<std::promise<void>>();
   auto future = done->get_future();
-  auto self = sdbus::createProxy(conn_, conn_.getUniqueName(), "/");
-  self->callMethodAsync("Ping")
-      .onInterface("org.freedesktop.DBus.Peer")
-      .uponReplyInvoke([done](const sdbus::Error*) { done->set_value(); });
-  return future.wait_for(timeout) == std::future_status::ready;
+  try {
+    auto self = sdbus::createProxy(conn_, conn_.getUniqueName(), "/");
+    self->callMethodAsync("Ping")
+        .onInterface("org.freedesktop.DBus.Peer")
+        .uponReplyInvoke([done](const sdbus::Error*) { done->set_value(); });
+    return future.wait_for(timeout) == std::future_status::ready;
+  } catch (const sdbus::Error& e) {
+    log::warn("cannot drain the queued calls: {}", e.getMessage());
+    return false;
+  }
 }
 
 void Service::job_changed(const core::JobSnapshot& job) {
@@ -422,7 +430,12 @@ void Service::job_changed(const core::JobSnapshot& job) {
     auto it = jobs_.find(job.id);
     if (it != jobs_.end()) object = it->second.object;
   }
-  if (object) object->changed(job);
+  // From a worker thread: an emit that fails (the bus went away) must not end it.
+  try {
+    if (object) object->changed(job);
+  } catch (const sdbus::Error& e) {
+    log::warn("job {}: cannot signal its change: {}", job.id, e.getMessage());
+  }
   if (core::is_final(job.state)) {
     job_final(job);
     lifecycle_.touch();
@@ -452,16 +465,25 @@ void Service::job_final(const core::JobSnapshot& s) {
   }
 }
 
+// Both from worker threads: a failed emit (the bus went away) is logged, not thrown.
 void Service::providers_changed() {
-  if (root_) root_->emitProvidersChanged();
+  if (!root_) return;
+  try {
+    root_->emitProvidersChanged();
+  } catch (const sdbus::Error& e) {
+    log::warn("cannot signal ProvidersChanged: {}", e.getMessage());
+  }
 }
 
 void Service::catalog_changed(std::uint64_t revision) {
   log::info("catalog: revision {}", revision);
-  if (root_) {
+  if (!root_) return;
+  try {
     root_->emitCatalogChanged(revision);
     root_->emitPropertiesChangedSignal(org::epbroker::Broker1_adaptor::INTERFACE_NAME,
                                        {"CatalogRevision", "CatalogExpires"});
+  } catch (const sdbus::Error& e) {
+    log::warn("cannot signal CatalogChanged: {}", e.getMessage());
   }
 }
 
