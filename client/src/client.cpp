@@ -1,9 +1,12 @@
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <utility>
 
 #include "client/src/connection.hpp"
 #include "client/src/convert.hpp"
 #include "client/src/job_wait.hpp"
+#include "common/bus_errors.hpp"
 #include "epbroker/client.hpp"
 
 namespace epbroker {
@@ -17,6 +20,10 @@ constexpr const char* kJobInterface = "org.epbroker.Job1";
 constexpr const char* kSessionInterface = "org.epbroker.Session1";
 // Verify re-hashes the whole store: far longer than a method call may take by default.
 constexpr std::uint64_t kVerifyTimeoutUsec = 600ULL * 1000 * 1000;
+
+constexpr int kManagedObjectsAttempts = 50;
+constexpr std::chrono::milliseconds kManagedObjectsPause{20};
+const std::string kNotFoundName(common::bus_error_name(common::BusError::NotFound));
 
 std::string address_from(const ClientOptions& options) {
   if (!options.bus_address.empty()) return options.bus_address;
@@ -68,8 +75,22 @@ Status Client::status() {
   s.daemon_state = prop<std::string>(props, "DaemonState", "s");
   s.catalog_revision = prop<std::uint64_t>(props, "CatalogRevision", "t");
   s.catalog_expires = prop<std::string>(props, "CatalogExpires", "s");
-  // Sessions and jobs are the objects the broker publishes under its root.
-  const auto objects = checked([&] { return conn_->broker->GetManagedObjects(); });
+  // Sessions and jobs are the objects the broker publishes under its root. A
+  // session that just ended stays published until the daemon's main thread
+  // reaps it, moments later; meanwhile its Owner, and so GetManagedObjects,
+  // fails with NotFound: ask again briefly.
+  std::map<sdbus::ObjectPath, std::map<std::string, detail::Dict>> objects;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      objects = conn_->broker->GetManagedObjects();
+      break;
+    } catch (const sdbus::Error& e) {
+      if (attempt >= kManagedObjectsAttempts || e.getName() != kNotFoundName) {
+        throw detail::to_error(e);
+      }
+      std::this_thread::sleep_for(kManagedObjectsPause);
+    }
+  }
   for (const auto& [path, interfaces] : objects) {
     if (interfaces.count(kSessionInterface)) ++s.sessions;
     auto job = interfaces.find(kJobInterface);

@@ -12,12 +12,14 @@
 // Blocking: every call is a synchronous D-Bus round trip on the calling thread.
 // A call that the daemon answers from memory (devices, providers, status,
 // request_session, remove) takes well under a second; each is bounded by the
-// D-Bus method timeout (25 s). verify() re-hashes the whole store and may take
-// minutes (bounded at 10 min). ensure_ready() and refresh() block until their job
-// ends: as long as a download takes, with no overall limit; they return early
-// only through the cancel token (or when the daemon goes away: Errc::unavailable).
-// The first call on a system where epbrokerd is not running starts it (D-Bus
-// activation), which adds the daemon's start-up time to that call.
+// D-Bus method timeout (25 s); status() may also ask again for up to 1 s while
+// the daemon retires a session that has just ended. verify() re-hashes the
+// whole store and may take minutes (bounded at 10 min). ensure_ready() and
+// refresh() block until their job ends: as long as a download takes, with no
+// overall limit; they return early only through the cancel token (or when the
+// daemon goes away: Errc::unavailable). The first call on a system where
+// epbrokerd is not running starts it (D-Bus activation), which adds the
+// daemon's start-up time to that call.
 //
 // Threads: a Client is not thread-safe; use it from one thread at a time (distinct
 // Clients on distinct threads are independent). The library starts no thread:
