@@ -1,0 +1,60 @@
+// epbroker-run's command line.
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "epbroker/client.hpp"
+
+namespace epbroker_run {
+
+// Exit codes (documented in --help; scripts rely on them).
+enum Exit : int {
+  kOk = 0,
+  kInternal = 1,  // a bug or an unexpected failure
+  kUsage = 2,     // bad command line
+  kBroker = 3,    // the broker could not be used (bus, daemon, authorization, session)
+  kInput = 4,     // the model, an --input or --labels file could not be read or does not fit
+  kRuntime = 5,   // ONNX Runtime failed (no such EP/device, session creation, a run)
+  kMismatch = 6,  // --check: outputs differ from the CPU EP beyond tolerance
+};
+
+struct InputSpec {
+  std::string name;            // model input name
+  std::filesystem::path file;  // .npy; empty when random
+  bool random = false;
+};
+
+struct Options {
+  std::filesystem::path model;
+  std::optional<epbroker::Policy> policy;  // --policy (default: "default")
+  std::string ep;                          // --ep NAME (EP or package name)
+  std::string device;                      // --device cpu|gpu|npu
+  int iterations = 20;
+  int warmup = 1;
+  std::int64_t batch = 1;
+  bool batch_set = false;
+  std::vector<InputSpec> inputs;
+  std::filesystem::path labels;
+  int top = 5;
+  bool check = false;
+  double atol = 1e-4;
+  double rtol = 1e-3;
+  std::string bus_address;
+  bool json = false;
+  bool no_broker = false;
+  bool no_install = false;
+  bool help = false;
+};
+
+// Parses argv; an error message (for "epbroker-run: ...") on a bad command line.
+std::expected<Options, std::string> parse_args(int argc, char** argv);
+
+// The --help text.
+std::string usage();
+
+}  // namespace epbroker_run
