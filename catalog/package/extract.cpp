@@ -300,10 +300,13 @@ class Extractor {
                                        quote_for_message(manifest_.files[next_file_].path, 96) +
                                        " listed in manifest.json is missing from the archive");
     }
-    // 4. Durable before the caller renames staging into the store.
+    // 4. Durable before the caller renames staging into the store (unless the
+    //    caller makes it durable itself).
     cached_fd_.reset();
-    if (auto ok = fsync_contents(root_); !ok) return std::unexpected(std::move(ok.error()));
-    if (::fsync(root_) != 0) return sys_error(".", "fsync staging directory");
+    if (limits_.fsync) {
+      if (auto ok = fsync_contents(root_); !ok) return std::unexpected(std::move(ok.error()));
+      if (::fsync(root_) != 0) return sys_error(".", "fsync staging directory");
+    }
     return std::move(manifest_);
   }
 

@@ -35,6 +35,12 @@ struct ExtractLimits {
   // package of a few zero-filled files is not refused).
   std::uint64_t max_ratio = 200;
   std::uint64_t ratio_floor_bytes = std::uint64_t{1} << 20;  // 1 MiB
+  // Not a bound: whether extract_package() fsyncs every file and directory before
+  // it returns (each file's writeback starts as soon as it is written either
+  // way). A caller that makes the whole tree durable itself turns it off: the
+  // daemon's store seals the tree and then syncs its filesystem once, where an
+  // fsync per file costs a journal commit each.
+  bool fsync = true;
 };
 
 // Extracts the package at `archive` into `staging_dir`, which must exist, be a
@@ -42,7 +48,8 @@ struct ExtractLimits {
 // descriptor of `staging_dir` (openat/mkdirat, O_NOFOLLOW on every component,
 // O_EXCL on every file): nothing outside it is ever touched. Files get mode 0755
 // or 0644 exactly as listed, directories 0755; each file is hashed while it is
-// written. On success every file and directory is fsync'ed and the manifest is
+// written. On success every file and directory is fsync'ed (unless
+// limits.fsync is false) and the manifest is
 // returned (manifest.json itself is not written to staging_dir); it still has to
 // be checked against the signed catalog entry (check_manifest_matches()).
 // Decompression runs on a second thread a few MiB ahead of the writes (see

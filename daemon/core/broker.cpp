@@ -254,11 +254,17 @@ Result<std::uint64_t> Broker::ensure_provider(const RequestContext& ctx, const s
 
 namespace {
 
-// Counts bytes for a job's progress and stops the transfer on cancel.
+// Counts bytes for a job's progress and stops the transfer on cancel. Progress
+// goes out in steps of 1/256 of the total (at least 64 KiB) and at the end: each
+// report is a PropertiesChanged signal on the bus, and one per network chunk
+// (16 KiB) costs more than the download itself.
 class ProgressFetcher : public catalog::tuf::Fetcher {
  public:
   ProgressFetcher(catalog::tuf::Fetcher& inner, Job& job, std::uint64_t total)
-      : inner_(inner), job_(job), total_(total) {}
+      : inner_(inner),
+        job_(job),
+        total_(total),
+        step_(std::max<std::uint64_t>(total / 256, std::uint64_t{64} << 10)) {}
   Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
                      const catalog::tuf::ChunkSink& sink) override {
     return inner_.fetch(url, max_bytes, counted(sink));
@@ -269,6 +275,7 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
     // A resumed download has its prefix done already (progress never goes back).
     auto start = [&](std::uint64_t from) {
       done_ = std::max(done_, from);
+      report();
       return on_start(from);
     };
     return inner_.fetch_from(url, offset, max_bytes, start, counted(sink));
@@ -279,15 +286,25 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
     return [this, &sink](std::span<const std::byte> chunk) -> Result<void> {
       if (job_.cancel_requested()) return fail(Errc::cancelled, "cancelled");
       done_ += chunk.size();
-      if (total_ > 0) job_.set_progress(std::min(done_, total_), total_);
+      report();
       return sink(chunk);
     };
+  }
+
+  void report() {
+    if (total_ == 0) return;
+    const std::uint64_t done = std::min(done_, total_);
+    if (done < total_ && done < reported_ + step_) return;
+    reported_ = done;
+    job_.set_progress(done, total_);
   }
 
   catalog::tuf::Fetcher& inner_;
   Job& job_;
   std::uint64_t total_;
+  std::uint64_t step_;
   std::uint64_t done_ = 0;
+  std::uint64_t reported_ = 0;
 };
 
 const config::Remote* find_remote(const config::Config& c, const std::string& name) {

@@ -100,6 +100,21 @@ std::unexpected<catalog::Error> no_exchange(std::string_view step) {
   return fail(Errc::unsupported, "injected lack of RENAME_EXCHANGE at " + std::string(step));
 }
 
+// Closes a descriptor at the end of its scope.
+class ScopedFd {
+ public:
+  explicit ScopedFd(int fd) : fd_(fd) {}
+  ~ScopedFd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  ScopedFd(const ScopedFd&) = delete;
+  ScopedFd& operator=(const ScopedFd&) = delete;
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
 // Removes `dir` (with everything in it) when the object dies: the work
 // directories of install() and remove(), once their trees are committed or not.
 class TreeRemover {
@@ -472,6 +487,10 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
   TreeRemover remove_work(*work);
   const fs::path tree = *work / "tree";
   if (auto ok = ensure_dir(tree, 0755); !ok) return std::unexpected(std::move(ok.error()));
+  // Opened before anything is written: seal_tree()'s syncfs() on it reports the
+  // writeback errors of every write from here on.
+  const ScopedFd sync_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (sync_fd.get() < 0) return sys_error("open", tree);
 
   // 4. Extract, reporting progress from the read-ahead thread.
   const int fd = ::open(package_file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -485,8 +504,10 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
   if (!reader) return context(std::move(reader.error()), where);
   report(InstallPhase::extracting, 0, total);
   ProgressReader counted(**reader, progress, total, stop);
+  catalog::package::ExtractLimits limits = s.options.limits;
+  limits.fsync = false;  // seal_tree() syncs the whole tree at once
   auto manifest = catalog::package::extract_package(counted, static_cast<std::uint64_t>(st.st_size),
-                                                    tree, s.options.limits);
+                                                    tree, limits);
   reader->reset();
   if (!manifest) return context(std::move(manifest.error()), where);
 
@@ -507,7 +528,9 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
 
   // 7. Read-only and durable.
   if (s.fault("install.seal")) return injected("install.seal");
-  if (auto ok = seal_tree(tree, *manifest); !ok) return std::unexpected(std::move(ok.error()));
+  if (auto ok = seal_tree(tree, *manifest, sync_fd.get()); !ok) {
+    return std::unexpected(std::move(ok.error()));
+  }
   if (stop.stop_requested()) return cancelled();
 
   // 8. Commit under the mutex: the new tree takes the place of an installed

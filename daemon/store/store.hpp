@@ -152,10 +152,12 @@ class Store {
   //   2. if that version is installed with an equal manifest and its tree
   //      verifies, returns it (idempotent; nothing is extracted);
   //   3. makes a fresh staging/install-XXXXXX/tree;
-  //   4. extracts into it (catalog::package::extract_package());
+  //   4. extracts into it (catalog::package::extract_package(), without its
+  //      fsync per file: step 7 syncs the tree at once);
   //   5. checks the extracted manifest against `signed_meta` again;
   //   6. writes .epbroker-manifest.json;
-  //   7. seals the tree: files 0444/0555, directories 0755, all fsync'ed;
+  //   7. seals the tree: files 0444/0555, directories 0755, then one syncfs()
+  //      of the filesystem makes all of it durable (seal_tree());
   //   8. under the mutex: renames the new tree to store/<name>/<version>, or,
   //      when that version is there already, exchanges the two atomically (the
   //      old tree lands in the install dir); fsyncs the directories;

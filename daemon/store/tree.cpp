@@ -129,12 +129,13 @@ catalog::Result<void> write_new_file(const fs::path& dir, std::string_view name,
   return {};
 }
 
-catalog::Result<void> seal_tree(const fs::path& root, const catalog::package::Manifest& manifest) {
+catalog::Result<void> seal_tree(const fs::path& root, const catalog::package::Manifest& manifest,
+                                int sync_fd) {
   std::map<std::string, bool> listed;  // path -> executable
   for (const auto& f : manifest.files) listed.emplace(f.path, f.executable);
-  std::vector<fs::path> dirs;  // pre-order; fsync'ed in reverse, root last
+  std::vector<fs::path> dirs;  // pre-order; chmod'ed in reverse, root last
   dirs.push_back(root);
-  // 1. Files: chmod and fsync each (through one descriptor, never a link).
+  // 1. Files: chmod each (through a descriptor, never a link).
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(root, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -158,7 +159,6 @@ catalog::Result<void> seal_tree(const fs::path& root, const catalog::package::Ma
     Fd fd(::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return sys_error("open", p);
     if (::fchmod(fd.get(), static_cast<mode_t>(mode)) != 0) return sys_error("chmod", p);
-    if (::fsync(fd.get()) != 0) return sys_error("fsync", p);
   }
   if (ec) return fail(Errc::io, "walking " + root.string() + ": " + ec.message());
   // 2. Directories, deepest first, the root last.
@@ -166,8 +166,9 @@ catalog::Result<void> seal_tree(const fs::path& root, const catalog::package::Ma
     Fd fd(::open(d->c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!fd.valid()) return sys_error("open", *d);
     if (::fchmod(fd.get(), static_cast<mode_t>(kTreeDirMode)) != 0) return sys_error("chmod", *d);
-    if (::fsync(fd.get()) != 0) return sys_error("fsync", *d);
   }
+  // 3. All of it durable at once.
+  if (::syncfs(sync_fd) != 0) return sys_error("syncfs", root);
   return {};
 }
 

@@ -39,12 +39,16 @@ catalog::Result<void> write_new_file(const std::filesystem::path& dir, std::stri
 
 // Seals the freshly extracted tree at `root` for installation: every file listed
 // in `manifest` gets kTreeExecutableMode or kTreeFileMode, `root`/
-// .epbroker-manifest.json kTreeFileMode, every directory kTreeDirMode; then
-// every file and directory is fsync'ed (so the modes are durable), `root` last.
+// .epbroker-manifest.json kTreeFileMode, every directory kTreeDirMode; then one
+// syncfs(sync_fd) makes the whole tree durable, contents and modes (every dirty
+// page and inode of the filesystem, in one journal commit where an fsync per
+// file would cost one each). `sync_fd` is a descriptor on the tree's filesystem
+// opened before the tree was written, so that syncfs() also reports writeback
+// errors of the writes made since (Linux >= 5.8).
 // Errors: Errc::unsafe_entry for anything else in the tree (a link, an unlisted
-// file); Errc::io when a chmod or fsync fails.
+// file); Errc::io when a chmod or the sync fails.
 catalog::Result<void> seal_tree(const std::filesystem::path& root,
-                                const catalog::package::Manifest& manifest);
+                                const catalog::package::Manifest& manifest, int sync_fd);
 
 // What check_tree() found.
 struct TreeCheck {

@@ -20,10 +20,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -74,6 +77,40 @@ long switches(pid_t pid) {
     total += f["voluntary_ctxt_switches"] + f["nonvoluntary_ctxt_switches"];
   }
   return total;
+}
+
+// CPU time of every thread of `pid` so far (schedstat), in microseconds.
+double cpu_us(pid_t pid) {
+  double total = 0;
+  std::error_code ec;
+  for (const auto& t : std::filesystem::directory_iterator(proc(pid, "task"), ec)) {
+    std::ifstream in(t.path() / "schedstat");
+    double ns = 0;
+    if (in >> ns) total += ns / 1000.0;
+  }
+  return total;
+}
+
+// The bus this process started (a child dbus-daemon), if any.
+std::optional<pid_t> bus_daemon_pid() {
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;
+    const auto close = stat.rfind(')');
+    const auto open = stat.find('(');
+    if (close == std::string::npos || open == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == getpid() && stat.substr(open + 1, close - open - 1) == "dbus-daemon") {
+      return static_cast<pid_t>(std::stoi(name));
+    }
+  }
+  return std::nullopt;
 }
 
 // The mappings with the most resident memory: "name size, ..." (kB).
@@ -250,12 +287,31 @@ int main(int argc, char** argv) {
       pct(ping).c_str(), n, pct(session).c_str(), n, listed, ready,
       session[session.size() / 2] / ping[ping.size() / 2]);
 
-  // 3. Idle: wakeups over 5 s, then memory.
   const auto pid = bus.broker_pid();
   if (!pid) {
     std::fprintf(stderr, "daemon pid unknown\n");
     return 1;
   }
+  // CPU time per call, in blocks of each kind: what the ratio costs in work,
+  // apart from waiting to be scheduled (this benchmark and its bus share the CPUs).
+  if (const auto bus_pid = bus_daemon_pid()) {
+    auto per_call = [&](const auto& round) {
+      const double d0 = cpu_us(*pid);
+      const double b0 = cpu_us(*bus_pid);
+      const double c0 = cpu_us(getpid());
+      for (int i = 0; i < n; ++i) round();
+      return std::array<double, 3>{(cpu_us(*pid) - d0) / n, (cpu_us(*bus_pid) - b0) / n,
+                                   (cpu_us(getpid()) - c0) / n};
+    };
+    const auto p = per_call(ping_round);
+    const auto s = per_call(session_round);
+    std::printf(
+        "CPU per call (us): Peer.Ping daemon %.0f, dbus-daemon %.0f, client %.0f; "
+        "RequestSession+Release daemon %.0f, dbus-daemon %.0f, client %.0f\n",
+        p[0], p[1], p[2], s[0], s[1], s[2]);
+  }
+
+  // 3. Idle: wakeups over 5 s, then memory.
   // The last Release's clean-up (the session object's removal) runs after its
   // reply: 1 s to settle, then the 5 s window.
   t0 = Clock::now();

@@ -4,7 +4,9 @@
 #   1. catalog: refresh of 1,000 targets; verify-download of 500 MiB vs sha256sum
 #   2. extraction of the OpenVINO EP package vs tar
 #   3. package file -> first inference, per EP package
-#   4. epbrokerd on a private bus: activation, RequestSession vs Ping, idle RSS/wakeups
+#   4. epbrokerd on a private bus: activation, RequestSession vs Ping, idle RSS/wakeups;
+#      a 500 MB package installed by the daemon vs curl + sha256sum + tar (as root,
+#      with Debian's nginx; about 3 GB under $TMPDIR while it runs)
 #   5. inference through a broker-registered EP vs the same EP registered directly
 #   6. nothing installed -> first inference vs pip install + Python (the pinned
 #      wheels of requirements-bench-pip.txt, fetched once into the cache), and disk
@@ -36,6 +38,10 @@ fi
 if cmake --build $B --target bench_daemon >/dev/null 2>&1; then
   echo "== daemon"
   ./$B/tests/bench/bench_daemon 2000
+fi
+if cmake --build $B --target bench_install >/dev/null 2>&1; then
+  echo "== install of a 500 MB package"
+  ./$B/tests/bench/bench_install 500 2
 fi
 if cmake --build $B --target bench_broker_vs_direct >/dev/null 2>&1; then
   echo "== broker-registered EP vs the same EP registered directly"
