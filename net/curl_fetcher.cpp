@@ -139,11 +139,18 @@ bool start_body(Transfer* t) {
     return false;
   }
   t->started = true;
-  if (t->on_start != nullptr) {
+  if (t->on_start == nullptr) return true;
+  try {  // nothing may unwind through libcurl's C frames
     if (auto r = (*t->on_start)(t->start); !r) {
       t->error = std::move(r.error());
       return false;
     }
+  } catch (const std::exception& e) {
+    t->error = Error{Errc::io, *t->url + ": start of body failed: " + e.what()};
+    return false;
+  } catch (...) {
+    t->error = Error{Errc::io, *t->url + ": start of body failed"};
+    return false;
   }
   return true;
 }
@@ -320,6 +327,9 @@ Result<void> CurlFetcher::transfer(const std::string& url, std::uint64_t range,
   if (range > 0) s.set(CURLOPT_RANGE, "RANGE", range_text.c_str());
   // No CURLOPT_ACCEPT_ENCODING: bytes are counted and handed over exactly as signed.
   s.set(CURLOPT_ERRORBUFFER, "ERRORBUFFER", errbuf);
+  // A proxy's "200 Connection established" must not read as the answer (it
+  // would decide where the body starts).
+  s.set(CURLOPT_SUPPRESS_CONNECT_HEADERS, "SUPPRESS_CONNECT_HEADERS", 1L);
   s.set(CURLOPT_HEADERFUNCTION, "HEADERFUNCTION", &on_header);
   s.set(CURLOPT_HEADERDATA, "HEADERDATA", static_cast<void*>(&t));
   s.set(CURLOPT_WRITEFUNCTION, "WRITEFUNCTION", &on_body);
