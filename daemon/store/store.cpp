@@ -110,6 +110,7 @@ class ScopedFd {
   ScopedFd(const ScopedFd&) = delete;
   ScopedFd& operator=(const ScopedFd&) = delete;
   int get() const { return fd_; }
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
@@ -183,10 +184,10 @@ class ProgressReader final : public catalog::package::ArchiveReader {
     if (n && entries_ > 1) {  // payload only, not manifest.json
       done_ += *n;
       const bool step = done_ - reported_ >= kProgressStepBytes;
-      const bool last = done_ >= total_ && reported_ < total_;
+      const bool last = total_ > 0 && done_ >= total_ && reported_ < total_;
       if (progress_ && (step || last)) {
         reported_ = done_;
-        progress_(InstallPhase::extracting, std::min(done_, total_), total_);
+        progress_(InstallPhase::extracting, total_ ? std::min(done_, total_) : done_, total_);
       }
     }
     return n;
@@ -269,6 +270,17 @@ struct Store::Impl {
   bool fault(std::string_view step) const {
     return options.inject_fault && options.inject_fault(step);
   }
+
+  // Steps 3-9 of install() (see store.hpp) from the open package `fd` (taken
+  // over) of `archive_size` bytes; `seen` is what the index held for `key` before,
+  // `total` the payload size if known (else 0), `where` a prefix for messages.
+  Result<InstalledPackage> install_tree(int fd, std::uint64_t archive_size,
+                                        const catalog::EpMetadata& signed_meta, const Key& key,
+                                        const std::optional<Entry>& seen, bool seen_damaged,
+                                        std::uint64_t total, const std::string& where,
+                                        const InstallProgress& progress,
+                                        const std::function<Result<void>()>& before_commit,
+                                        std::stop_token stop);
 
   // index.json for `entries`.
   Result<void> write_index(const std::map<Key, Entry>& entries) const {
@@ -480,6 +492,55 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
   }
   if (stop.stop_requested()) return cancelled();
 
+  // 3-9. From the file.
+  const int fd = ::open(package_file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return sys_error("open", package_file);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail(Errc::invalid_argument, package_file.string() + ": not a regular file");
+  }
+  return s.install_tree(fd, static_cast<std::uint64_t>(st.st_size), signed_meta, key, seen,
+                        seen_damaged, total, where, progress, {}, std::move(stop));
+}
+
+Result<InstalledPackage> Store::install_stream(int fd, std::uint64_t length,
+                                               const catalog::EpMetadata& signed_meta,
+                                               const InstallProgress& progress,
+                                               const std::function<Result<void>()>& before_commit,
+                                               std::stop_token stop) {
+  Impl& s = *impl_;
+  const std::string where = signed_meta.name + " " + signed_meta.version.text + ": ";
+  if (!is_storable_name(signed_meta.name)) {
+    ::close(fd);
+    return fail(Errc::invalid_argument,
+                "package name '" + signed_meta.name + "' cannot be stored (reserved)");
+  }
+  // The manifest is only known once extracted: what the index holds now is what
+  // the commit compares with (a version installed meanwhile wins, a leased one
+  // is not replaced).
+  const Key key{signed_meta.name, signed_meta.version.text};
+  std::optional<Entry> seen;
+  {
+    std::lock_guard lock(s.mu);
+    if (auto it = s.index.find(key); it != s.index.end()) seen = it->second;
+  }
+  return s.install_tree(fd, length, signed_meta, key, seen, false, 0, where, progress,
+                        before_commit, std::move(stop));
+}
+
+Result<InstalledPackage> Store::Impl::install_tree(
+    int fd, std::uint64_t archive_size, const catalog::EpMetadata& signed_meta, const Key& key,
+    const std::optional<Entry>& seen, bool seen_damaged, std::uint64_t total,
+    const std::string& where, const InstallProgress& progress,
+    const std::function<Result<void>()>& before_commit, std::stop_token stop) {
+  Impl& s = *this;
+  auto report = [&](InstallPhase phase, std::uint64_t done, std::uint64_t all) {
+    if (progress) progress(phase, done, all);
+  };
+  auto cancelled = [&] { return fail(Errc::cancelled, "install cancelled"); };
+  ScopedFd package(fd);  // until the reader takes it over
+
   // 3. A fresh work directory in staging/, removed whatever happens.
   if (s.fault("install.staging")) return injected("install.staging");
   auto work = make_unique_dir(s.staging, "install-");
@@ -493,23 +554,16 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
   if (sync_fd.get() < 0) return sys_error("open", tree);
 
   // 4. Extract, reporting progress from the read-ahead thread.
-  const int fd = ::open(package_file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return sys_error("open", package_file);
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return fail(Errc::invalid_argument, package_file.string() + ": not a regular file");
-  }
-  auto reader = catalog::package::open_libarchive_reader(fd);  // owns fd from here
+  auto reader = catalog::package::open_libarchive_reader(package.release());  // owns fd now
   if (!reader) return context(std::move(reader.error()), where);
   report(InstallPhase::extracting, 0, total);
   ProgressReader counted(**reader, progress, total, stop);
   catalog::package::ExtractLimits limits = s.options.limits;
   limits.fsync = false;  // seal_tree() syncs the whole tree at once
-  auto manifest = catalog::package::extract_package(counted, static_cast<std::uint64_t>(st.st_size),
-                                                    tree, limits);
+  auto manifest = catalog::package::extract_package(counted, archive_size, tree, limits);
   reader->reset();
   if (!manifest) return context(std::move(manifest.error()), where);
+  if (total == 0) total = payload_bytes(*manifest);
 
   // 5. The manifest that was extracted is the one that counts: check it again.
   report(InstallPhase::verifying, total, total);
@@ -532,6 +586,10 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
     return std::unexpected(std::move(ok.error()));
   }
   if (stop.stop_requested()) return cancelled();
+  // The caller's last word (a streamed package: whether its download verified).
+  if (before_commit) {
+    if (auto ok = before_commit(); !ok) return std::unexpected(std::move(ok.error()));
+  }
 
   // 8. Commit under the mutex: the new tree takes the place of an installed
   //    tree of this version by one atomic exchange (the old one lands where

@@ -180,6 +180,21 @@ class Store {
                                             const InstallProgress& progress = {},
                                             std::stop_token stop = {});
 
+  // install() from a stream, as the daemon installs while it downloads: `fd` (a
+  // pipe, say; taken over and closed) carries the package, `length` bytes as the
+  // signed catalog says (the bound of the expansion ratio). Read once, so steps
+  // 1 and 2 of install() are left out: the manifest is checked once extracted
+  // (step 5), and a version installed meanwhile with that manifest is returned
+  // at step 8. `before_commit` (if set) runs once the tree is sealed and durable,
+  // before step 8; its error ends the install as any failure does (staging
+  // cleaned, store unchanged): the caller says there whether the bytes it
+  // streamed verified. Progress: `extracting` reports 0 as the total (unknown
+  // until the manifest is read). Errors: as install().
+  catalog::Result<InstalledPackage> install_stream(
+      int fd, std::uint64_t length, const catalog::EpMetadata& signed_meta,
+      const InstallProgress& progress = {},
+      const std::function<catalog::Result<void>()>& before_commit = {}, std::stop_token stop = {});
+
   // Every installed version, by name then version text.
   std::vector<InstalledPackage> list() const;
   // Installed versions of `name`, newest first (by version value, then text).

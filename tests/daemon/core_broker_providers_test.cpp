@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "catalog/ep_metadata.hpp"
 #include "catalog/package/pack.hpp"
@@ -71,6 +72,16 @@ class Gate {
     std::lock_guard lock(mu_);
     fail_ = on;
   }
+  // The next download stops with a network error halfway (the updater then
+  // resumes it in a second transfer).
+  void cut_next_download() {
+    std::lock_guard lock(mu_);
+    cut_ = true;
+  }
+  bool take_cut() {
+    std::lock_guard lock(mu_);
+    return std::exchange(cut_, false);
+  }
   // Called by fetches of package bytes: waits while closed (at most 60 s).
   bool pass() {
     std::unique_lock lock(mu_);
@@ -83,6 +94,7 @@ class Gate {
   std::condition_variable cv_;
   bool open_ = true;
   bool fail_ = false;
+  bool cut_ = false;
 };
 
 class GatedFetcher : public catalog::tuf::Fetcher {
@@ -90,8 +102,20 @@ class GatedFetcher : public catalog::tuf::Fetcher {
   GatedFetcher(Gate& gate, const fs::path& root) : gate_(gate), inner_(kUrl, root) {}
   catalog::Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
                               const catalog::tuf::ChunkSink& sink) override {
-    if (url.find("/targets/") != std::string::npos && !gate_.pass()) {
+    const bool target = url.find("/targets/") != std::string::npos;
+    if (target && !gate_.pass()) {
       return catalog::fail(catalog::Errc::network, "download failed (test)");
+    }
+    if (target && gate_.take_cut()) {
+      std::string bytes;
+      auto all = inner_.fetch(url, max_bytes, [&](std::span<const std::byte> c) {
+        bytes.append(reinterpret_cast<const char*>(c.data()), c.size());
+        return catalog::Result<void>();
+      });
+      if (!all) return all;
+      const auto half = std::as_bytes(std::span(bytes.data(), bytes.size() / 2));
+      if (auto ok = sink(half); !ok) return ok;
+      return catalog::fail(catalog::Errc::network, "connection cut (test)");
     }
     return inner_.fetch(url, max_bytes, sink);
   }
@@ -242,6 +266,23 @@ TEST_F(ProvidersTest, FailedInstallGoesBackToAvailable) {
   gate_.open();
   EXPECT_EQ(finish(*id), JobState::failed);
   EXPECT_EQ(state_of("alpha-ep"), "available");
+}
+
+TEST_F(ProvidersTest, ADownloadInTwoTransfersInstallsFromTheDownloadedFile) {
+  // The first transfer streams into the store and is cut; the resumed one does
+  // not stream, so the streamed tree must not be committed and the install
+  // falls back to the verified file.
+  start();
+  refresh();
+  gate_.cut_next_download();
+  auto id = broker_->ensure_provider(root_, "alpha-ep");
+  ASSERT_TRUE(id) << id.error().message;
+  ASSERT_EQ(finish(*id), JobState::done) << broker_->jobs().find(*id)->snapshot().error->message;
+  auto p = provider("alpha-ep");
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->state, "ready");
+  EXPECT_EQ(tests::support::read_file(p->library_path), "library of alpha-ep");
+  EXPECT_TRUE(fs::is_empty(tmp_ / "state/staging"));
 }
 
 TEST_F(ProvidersTest, RemoveMovesReadyBackToAvailable) {
