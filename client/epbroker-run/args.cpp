@@ -73,6 +73,7 @@ Exit codes:
   4  the model, an --input or --labels file could not be read or does not fit
   5  ONNX Runtime failed (no such EP or device, session creation, a run)
   6  --check: outputs differ from the CPU EP beyond the tolerance
+  130  interrupted (Ctrl-C) while installing: the install job was cancelled
 )";
 }
 

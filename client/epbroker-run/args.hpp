@@ -15,12 +15,13 @@ namespace epbroker_run {
 // Exit codes (documented in --help; scripts rely on them).
 enum Exit : int {
   kOk = 0,
-  kInternal = 1,  // a bug or an unexpected failure
-  kUsage = 2,     // bad command line
-  kBroker = 3,    // the broker could not be used (bus, daemon, authorization, session)
-  kInput = 4,     // the model, an --input or --labels file could not be read or does not fit
-  kRuntime = 5,   // ONNX Runtime failed (no such EP/device, session creation, a run)
-  kMismatch = 6,  // --check: outputs differ from the CPU EP beyond tolerance
+  kInternal = 1,       // a bug or an unexpected failure
+  kUsage = 2,          // bad command line
+  kBroker = 3,         // the broker could not be used (bus, daemon, authorization, session)
+  kInput = 4,          // the model, an --input or --labels file could not be read or does not fit
+  kRuntime = 5,        // ONNX Runtime failed (no such EP/device, session creation, a run)
+  kMismatch = 6,       // --check: outputs differ from the CPU EP beyond tolerance
+  kInterrupted = 130,  // Ctrl-C (or SIGTERM) while installing: the install job was cancelled
 };
 
 struct InputSpec {

@@ -1,5 +1,6 @@
 #include "client/epbroker-run/broker.hpp"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -50,6 +51,37 @@ class ProgressPrinter {
   int tenth_ = -1;
 };
 
+// Ctrl-C while installing cancels the install job (the token's cancel() is one
+// atomic store: async-signal-safe).
+epbroker::CancelToken& interrupt_token() {
+  static epbroker::CancelToken token;
+  return token;
+}
+
+extern "C" void on_interrupt(int /*sig*/) { interrupt_token().cancel(); }
+
+// SIGINT/SIGTERM cancel the token while this lives; the previous handlers after.
+class InterruptScope {
+ public:
+  InterruptScope() {
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int_);
+    sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptScope() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  InterruptScope(const InterruptScope&) = delete;
+  InterruptScope& operator=(const InterruptScope&) = delete;
+
+ private:
+  struct sigaction old_int_ {};
+  struct sigaction old_term_ {};
+};
+
 }  // namespace
 
 std::string broker_hint(const epbroker::Error& e) {
@@ -96,6 +128,8 @@ std::expected<Brokered, Failure> acquire(Ort::Env& env, const Options& options) 
       }
     }
     ProgressPrinter printer;
+    eo.cancel = interrupt_token();  // constructed before the handler can use it
+    const InterruptScope interrupts;
     out.ensured = epbroker::ensure_and_register(
         client, env, [&](const epbroker::Progress& p) { printer(p); }, eo);
     try {
@@ -104,6 +138,9 @@ std::expected<Brokered, Failure> acquire(Ort::Env& env, const Options& options) 
       // Only for device names in the report.
     }
   } catch (const epbroker::Error& e) {
+    if (e.code() == epbroker::Errc::cancelled && interrupt_token().cancelled()) {
+      return std::unexpected(Failure{kInterrupted, "interrupted: the install was cancelled"});
+    }
     return std::unexpected(
         Failure{kBroker, "the broker: " + std::string(epbroker::errc_name(e.code())) + ": " +
                              e.message() + "\n  hint: " + broker_hint(e)});

@@ -202,11 +202,11 @@ int run(const Options& o) {
     }
     Runs runs = timed_runs(session, *inputs, o);
     report.latency = runs.latency;
+    const auto outputs_info = model_outputs(session);
     for (std::size_t i = 0; i < runs.outputs.size(); ++i) {
-      const auto info = model_outputs(session);
       const auto& v = runs.outputs[i];
       report.outputs.push_back(
-          {info[i].name,
+          {outputs_info[i].name,
            v.IsTensor() ? type_name(v.GetTensorTypeAndShapeInfo().GetElementType()) : "non-tensor",
            shape_of(v),
            {}});
