@@ -535,7 +535,7 @@ Result<InstalledPackage> Store::Impl::install_tree(
     const std::string& where, const InstallProgress& progress,
     const std::function<Result<void>()>& before_commit, std::stop_token stop) {
   Impl& s = *this;
-  auto report = [&](InstallPhase phase, std::uint64_t done, std::uint64_t all) {
+  auto tell = [&](InstallPhase phase, std::uint64_t done, std::uint64_t all) {
     if (progress) progress(phase, done, all);
   };
   auto cancelled = [&] { return fail(Errc::cancelled, "install cancelled"); };
@@ -556,7 +556,7 @@ Result<InstalledPackage> Store::Impl::install_tree(
   // 4. Extract, reporting progress from the read-ahead thread.
   auto reader = catalog::package::open_libarchive_reader(package.release());  // owns fd now
   if (!reader) return context(std::move(reader.error()), where);
-  report(InstallPhase::extracting, 0, total);
+  tell(InstallPhase::extracting, 0, total);
   ProgressReader counted(**reader, progress, total, stop);
   catalog::package::ExtractLimits limits = s.options.limits;
   limits.fsync = false;  // seal_tree() syncs the whole tree at once
@@ -566,7 +566,7 @@ Result<InstalledPackage> Store::Impl::install_tree(
   if (total == 0) total = payload_bytes(*manifest);
 
   // 5. The manifest that was extracted is the one that counts: check it again.
-  report(InstallPhase::verifying, total, total);
+  tell(InstallPhase::verifying, total, total);
   if (auto ok = catalog::package::check_manifest_matches(*manifest, signed_meta); !ok) {
     return context(std::move(ok.error()), where);
   }
@@ -594,7 +594,7 @@ Result<InstalledPackage> Store::Impl::install_tree(
   // 8. Commit under the mutex: the new tree takes the place of an installed
   //    tree of this version by one atomic exchange (the old one lands where
   //    the new one was, in the work directory), or is renamed into place.
-  report(InstallPhase::committing, total, total);
+  tell(InstallPhase::committing, total, total);
   std::lock_guard lock(s.mu);
   const auto current = s.index.find(key);
   if (current != s.index.end()) {

@@ -303,14 +303,14 @@ int run(int argc, char** argv) {
   };
   std::vector<double> base;
   std::vector<double> base_sync;
-  for (int r = 0; r < runs; ++r) {
+  for (std::size_t r = 0; r < daemon_s.size(); ++r) {
     base.push_back(curl_s[r] + sha_s[r] + tar_s[r]);
     base_sync.push_back(base.back() + sync_s[r]);
   }
   std::printf("install of %.0f MB over loopback (nginx), best of %d:\n", size_mb, runs);
-  for (int r = 0; r < runs; ++r) {
+  for (std::size_t r = 0; r < daemon_s.size(); ++r) {
     std::printf(
-        "  run %d: epbrokerd %.2f s (%s); curl %.2f + sha256sum %.2f + tar %.2f "
+        "  run %zu: epbrokerd %.2f s (%s); curl %.2f + sha256sum %.2f + tar %.2f "
         "(+ sync %.2f) s\n",
         r + 1, daemon_s[r], splits[r].c_str(), curl_s[r], sha_s[r], tar_s[r], sync_s[r]);
   }
