@@ -49,7 +49,7 @@ Inputs and runs:
                       absolute/relative difference and the CPU EP's latency
   --atol X, --rtol X  --check tolerance: |a-b| <= atol + rtol*|b| (default 1e-4, 1e-3)
   --labels FILE       one label per line: print the top-K labels of the first output
-                      (first batch item), with softmax applied unless the scores
+                      (each batch item), with softmax applied unless the scores
                       already sum to 1
   --top K             how many labels (default 5)
 

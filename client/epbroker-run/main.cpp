@@ -76,6 +76,7 @@ std::vector<EpPart> assignment(const Ort::Session& session, const Ort::Env& env,
 struct Runs {
   std::vector<Ort::Value> outputs;  // of the last run
   Latency latency;
+  std::int64_t batch = 1;  // items per run
 };
 
 Runs timed_runs(Ort::Session& session, std::vector<InputData>& inputs, const Options& o) {
@@ -103,7 +104,14 @@ Runs timed_runs(Ort::Session& session, std::vector<InputData>& inputs, const Opt
     r.outputs = run();
     samples.push_back(since(t));
   }
-  r.latency = summarize(std::move(samples), first, o.batch);
+  // Items per run: the first input's first dimension as fed (an .npy of N rows
+  // is a batch of N even without --batch).
+  std::int64_t items = o.batch;
+  if (!inputs.empty() && inputs[0].info.shape.size() >= 2 && inputs[0].info.shape[0] > 0) {
+    items = inputs[0].info.shape[0];
+  }
+  r.batch = items;
+  r.latency = summarize(std::move(samples), first, items);
   return r;
 }
 
@@ -201,6 +209,7 @@ int run(const Options& o) {
       report.assignment_source = std::string("not available: ") + e.what();
     }
     Runs runs = timed_runs(session, *inputs, o);
+    report.batch = runs.batch;
     report.latency = runs.latency;
     const auto outputs_info = model_outputs(session);
     for (std::size_t i = 0; i < runs.outputs.size(); ++i) {
@@ -221,7 +230,7 @@ int run(const Options& o) {
           Check{compare(runs.outputs, ref.outputs, o.atol, o.rtol), o.atol, o.rtol, ref.latency};
     }
 
-    // 5. --labels: top-K of the first output's first item.
+    // 5. --labels: top-K of the first output, for each batch item.
     if (!labels.empty() && !runs.outputs.empty()) {
       auto scores = as_doubles(runs.outputs[0]);
       if (!scores) {
@@ -236,7 +245,13 @@ int run(const Options& o) {
                   << " scores per item in '" << report.outputs[0].name << "'\n";
       }
       report.top_output = report.outputs[0].name;
-      report.top = top_k(*scores, row, static_cast<std::size_t>(o.top), labels, report.softmax);
+      for (std::size_t at = 0; row > 0 && at + row <= scores->size(); at += row) {
+        const std::vector<double> item(scores->begin() + static_cast<std::ptrdiff_t>(at),
+                                       scores->begin() + static_cast<std::ptrdiff_t>(at + row));
+        report.top_items.push_back(
+            top_k(item, row, static_cast<std::size_t>(o.top), labels, report.softmax));
+      }
+      if (!report.top_items.empty()) report.top = report.top_items.front();
     }
   } catch (const Ort::Exception& e) {
     std::cerr << "epbroker-run: ONNX Runtime: " << e.what() << "\n";

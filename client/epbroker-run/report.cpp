@@ -126,12 +126,12 @@ void print_text(std::ostream& out, const Report& r) {
     }
     out << "\n";
   }
-  if (!r.top.empty()) {
-    out << "top-" << r.top.size() << " of " << r.top_output << "[0]"
-        << (r.softmax ? " (softmax applied)" : "") << ":\n";
-    for (const auto& s : r.top) {
-      out << "  " << fixed(s.score, 4) << "  " << s.label << " (#" << s.index << ")\n";
-    }
+  for (std::size_t i = 0; i < r.top_items.size(); ++i) {
+    out << "top-" << r.top_items[i].size() << " of " << r.top_output << "[" << i << "]"
+        << (r.softmax ? " (softmax applied)" : "") << ":";
+    // One line per item: the labels, best first.
+    for (const auto& s : r.top_items[i]) out << "  " << s.label << " " << fixed(s.score, 3);
+    out << "\n";
   }
 }
 
@@ -197,7 +197,17 @@ nlohmann::json to_json(const Report& r) {
     nlohmann::json top = nlohmann::json::array();
     for (const auto& s : r.top)
       top.push_back({{"index", s.index}, {"label", s.label}, {"score", s.score}});
-    j["top"] = {{"output", r.top_output}, {"softmax_applied", r.softmax}, {"labels", top}};
+    nlohmann::json items = nlohmann::json::array();
+    for (const auto& item : r.top_items) {
+      nlohmann::json one = nlohmann::json::array();
+      for (const auto& s : item)
+        one.push_back({{"index", s.index}, {"label", s.label}, {"score", s.score}});
+      items.push_back(std::move(one));
+    }
+    j["top"] = {{"output", r.top_output},
+                {"softmax_applied", r.softmax},
+                {"labels", top},
+                {"items", std::move(items)}};
   } else {
     j["top"] = nullptr;
   }

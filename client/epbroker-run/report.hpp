@@ -76,7 +76,8 @@ struct Report {
   std::optional<Check> check;
   std::string top_output;
   bool softmax = false;
-  std::vector<Scored> top;
+  std::vector<Scored> top;                     // the first batch item's (= top_items[0])
+  std::vector<std::vector<Scored>> top_items;  // every batch item's, in order
 };
 
 void print_text(std::ostream& out, const Report& r);
