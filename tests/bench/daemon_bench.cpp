@@ -5,14 +5,17 @@
 //      (store, catalog cache, hardware discovery) (goal < 50 ms);
 //   2. RequestSession (3 providers listed, a lease on test-ep) + Release vs
 //      org.freedesktop.DBus.Peer.Ping to the daemon, interleaved, p50/p99 over N
-//      calls each (goal: RequestSession p50 <= 1.5x Ping);
+//      calls each (goal: RequestSession p50 <= 1.5x Ping), and the CPU time
+//      per call of the daemon, dbus-daemon and this client;
 //   3. idle RSS: the kernel's VmRSS of that daemon after it has answered those
 //      calls (goal < 10 MB), with Pss, private and anonymous memory and the
 //      largest mappings as context; idle wakeups over 5 s (context switches of
 //      all the daemon's threads; goal: none);
-//   4. for context, the RSS of the daemon that refreshed and installed (libcurl,
-//      libarchive and OpenSSL loaded), which then exits; a daemon loads them only
-//      when it first fetches, extracts or verifies.
+//   4. the round trips of 2. again on a second bus whose daemon has no catalog
+//      and no store (a reply listing no provider: the fixed cost of a session);
+//   before all this, for context, the RSS of the daemon that refreshed and
+//   installed (libcurl, libarchive and OpenSSL loaded), which then exits; a
+//   daemon loads them only when it first fetches, extracts or verifies.
 // Installing needs root (without polkit only root may install): run as another
 // user, the catalog stays unrefreshed and RequestSession lists nothing.
 // Usage: bench_daemon [CALLS]
@@ -91,8 +94,8 @@ double cpu_us(pid_t pid) {
   return total;
 }
 
-// The bus this process started (a child dbus-daemon), if any.
-std::optional<pid_t> bus_daemon_pid() {
+// The dbus-daemon of `bus` (a child of this process, its config under the bus's root).
+std::optional<pid_t> bus_daemon_pid(const PrivateBus& bus) {
   for (const auto& e : std::filesystem::directory_iterator("/proc")) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
@@ -106,7 +109,10 @@ std::optional<pid_t> bus_daemon_pid() {
     char state = 0;
     pid_t ppid = 0;
     rest >> state >> ppid;
-    if (ppid == getpid() && stat.substr(open + 1, close - open - 1) == "dbus-daemon") {
+    if (ppid != getpid() || stat.substr(open + 1, close - open - 1) != "dbus-daemon") continue;
+    std::ifstream cmd(e.path() / "cmdline");
+    const std::string args((std::istreambuf_iterator<char>(cmd)), {});
+    if (args.find(bus.root().string()) != std::string::npos) {
       return static_cast<pid_t>(std::stoi(name));
     }
   }
@@ -169,6 +175,78 @@ void use_default_log_level(const PrivateBus& bus) {
   const std::string debug = "log_level = debug\n";
   if (auto at = text.find(debug); at != std::string::npos) text.erase(at, debug.size());
   std::ofstream(path, std::ios::trunc) << text;
+}
+
+// RequestSession (+ Release) vs Peer.Ping on `bus`, interleaved so that both see
+// the same machine load; then the CPU time per call of each kind, in blocks:
+// what the ratio costs in work, apart from waiting to be scheduled (the
+// benchmark, its bus and the daemon share the CPUs). `label` goes after the
+// method names.
+void round_trips(const PrivateBus& bus, sdbus::IConnection& conn, int n, const char* label) {
+  auto broker = sdbus::createProxy(conn, tests::daemon::kBrokerName, tests::daemon::kBrokerPath);
+  broker->finishRegistration();
+  const std::map<std::string, sdbus::Variant> opts{
+      {"policy", sdbus::Variant(std::string("default"))}};
+  std::size_t listed = 0;
+  std::size_t ready = 0;
+  auto session_round = [&]() -> double {
+    sdbus::ObjectPath path;
+    Dicts providers;
+    const auto start = Clock::now();
+    broker->callMethod("RequestSession")
+        .onInterface("org.epbroker.Broker1")
+        .withArguments(opts)
+        .storeResultsTo(path, providers);
+    const double took = us(Clock::now() - start);
+    listed = providers.size();
+    ready = static_cast<std::size_t>(std::count_if(providers.begin(), providers.end(), [](auto& p) {
+      return p.at("state").template get<std::string>() == "ready";
+    }));
+    auto s = sdbus::createProxy(conn, tests::daemon::kBrokerName, path);
+    s->finishRegistration();
+    s->callMethod("Release").onInterface("org.epbroker.Session1");
+    return took;
+  };
+  auto ping_round = [&]() -> double {
+    const auto start = Clock::now();
+    broker->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer");
+    return us(Clock::now() - start);
+  };
+  for (int i = 0; i < 100; ++i) {  // warm-up
+    ping_round();
+    session_round();
+  }
+  std::vector<double> ping;
+  std::vector<double> session;
+  for (int i = 0; i < n; ++i) {
+    ping.push_back(ping_round());
+    session.push_back(session_round());
+  }
+  std::sort(ping.begin(), ping.end());
+  std::sort(session.begin(), session.end());
+  std::printf(
+      "Peer.Ping%s:      %s (%d calls)\n"
+      "RequestSession%s: %s (%d calls; %zu providers listed, %zu ready and leased); "
+      "p50 ratio %.2f  [goal <= 1.5]\n",
+      label, pct(ping).c_str(), n, label, pct(session).c_str(), n, listed, ready,
+      session[session.size() / 2] / ping[ping.size() / 2]);
+  const auto pid = bus.broker_pid();
+  const auto bus_pid = bus_daemon_pid(bus);
+  if (!pid || !bus_pid) return;
+  auto per_call = [&](const auto& round) {
+    const double d0 = cpu_us(*pid);
+    const double b0 = cpu_us(*bus_pid);
+    const double c0 = cpu_us(getpid());
+    for (int i = 0; i < n; ++i) round();
+    return std::array<double, 3>{(cpu_us(*pid) - d0) / n, (cpu_us(*bus_pid) - b0) / n,
+                                 (cpu_us(getpid()) - c0) / n};
+  };
+  const auto p = per_call(ping_round);
+  const auto s = per_call(session_round);
+  std::printf(
+      "  CPU per call (us): Peer.Ping daemon %.0f, dbus-daemon %.0f, client %.0f; "
+      "RequestSession+Release daemon %.0f, dbus-daemon %.0f, client %.0f\n",
+      p[0], p[1], p[2], s[0], s[1], s[2]);
 }
 
 // Runs a job to its end (polling State); returns the final state.
@@ -240,75 +318,12 @@ int main(int argc, char** argv) {
   std::printf("activation to first reply (ListDevices, %zu devices): %.1f ms  [goal < 50 ms]\n",
               devices.size(), us(activation) / 1000.0);
 
-  // 2. Round trips, interleaved so that both see the same machine load.
-  const std::map<std::string, sdbus::Variant> opts{
-      {"policy", sdbus::Variant(std::string("default"))}};
-  std::size_t listed = 0;
-  std::size_t ready = 0;
-  auto session_round = [&]() -> double {
-    sdbus::ObjectPath path;
-    Dicts providers;
-    const auto start = Clock::now();
-    broker->callMethod("RequestSession")
-        .onInterface("org.epbroker.Broker1")
-        .withArguments(opts)
-        .storeResultsTo(path, providers);
-    const double took = us(Clock::now() - start);
-    listed = providers.size();
-    ready = static_cast<std::size_t>(std::count_if(providers.begin(), providers.end(), [](auto& p) {
-      return p.at("state").template get<std::string>() == "ready";
-    }));
-    auto s = sdbus::createProxy(*conn, tests::daemon::kBrokerName, path);
-    s->finishRegistration();
-    s->callMethod("Release").onInterface("org.epbroker.Session1");
-    return took;
-  };
-  auto ping_round = [&]() -> double {
-    const auto start = Clock::now();
-    broker->callMethod("Ping").onInterface("org.freedesktop.DBus.Peer");
-    return us(Clock::now() - start);
-  };
-  for (int i = 0; i < 100; ++i) {  // warm-up
-    ping_round();
-    session_round();
-  }
-  std::vector<double> ping;
-  std::vector<double> session;
-  for (int i = 0; i < n; ++i) {
-    ping.push_back(ping_round());
-    session.push_back(session_round());
-  }
-  std::sort(ping.begin(), ping.end());
-  std::sort(session.begin(), session.end());
-  std::printf(
-      "Peer.Ping:      %s (%d calls)\n"
-      "RequestSession: %s (%d calls; %zu providers listed, %zu ready and leased); "
-      "p50 ratio %.2f  [goal <= 1.5]\n",
-      pct(ping).c_str(), n, pct(session).c_str(), n, listed, ready,
-      session[session.size() / 2] / ping[ping.size() / 2]);
-
+  // 2. Round trips.
+  round_trips(bus, *conn, n, "");
   const auto pid = bus.broker_pid();
   if (!pid) {
     std::fprintf(stderr, "daemon pid unknown\n");
     return 1;
-  }
-  // CPU time per call, in blocks of each kind: what the ratio costs in work,
-  // apart from waiting to be scheduled (this benchmark and its bus share the CPUs).
-  if (const auto bus_pid = bus_daemon_pid()) {
-    auto per_call = [&](const auto& round) {
-      const double d0 = cpu_us(*pid);
-      const double b0 = cpu_us(*bus_pid);
-      const double c0 = cpu_us(getpid());
-      for (int i = 0; i < n; ++i) round();
-      return std::array<double, 3>{(cpu_us(*pid) - d0) / n, (cpu_us(*bus_pid) - b0) / n,
-                                   (cpu_us(getpid()) - c0) / n};
-    };
-    const auto p = per_call(ping_round);
-    const auto s = per_call(session_round);
-    std::printf(
-        "CPU per call (us): Peer.Ping daemon %.0f, dbus-daemon %.0f, client %.0f; "
-        "RequestSession+Release daemon %.0f, dbus-daemon %.0f, client %.0f\n",
-        p[0], p[1], p[2], s[0], s[1], s[2]);
   }
 
   // 3. Idle: wakeups over 5 s, then memory.
@@ -329,5 +344,12 @@ int main(int argc, char** argv) {
   std::printf("idle wakeups %ld in 5 s (%.1f/s)  [goal: none]\n", after - before,
               static_cast<double>(after - before) / 5.0);
   print_memory(*pid, "idle", true);
+
+  // 4. The same round trips on a daemon without catalog or store: the fixed
+  //    cost of a session, apart from the providers a reply lists.
+  PrivateBus empty;
+  use_default_log_level(empty);
+  auto empty_conn = empty.connect();
+  round_trips(empty, *empty_conn, n, " (no catalog)");
   return 0;
 }
