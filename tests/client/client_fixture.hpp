@@ -27,12 +27,22 @@ class ClientTest : public CatalogTest {
   // After start(): serve the catalog's targets through the HTTP server's
   // /__slow__/ path (1 byte per second, no length), so a download stays in
   // progress until cancelled. Takes effect when the daemon starts (first call).
+  // The daemon reports progress in 1/256 steps, so such a download shows no
+  // bytes for hours: download_started() tells that it is under way.
   void serve_targets_slowly() {
     std::string targets = catalog_->targets_url();
     const std::string tail = "/targets/";
     ASSERT_TRUE(targets.ends_with(tail)) << targets;
     targets.replace(targets.size() - tail.size(), tail.size(), "/__slow__/targets/");
     bus_->add_remote("test", catalog_->metadata_url(), targets, catalog_->trusted_root());
+  }
+
+  // Whether the daemon has asked for package `name`'s file (the fault server
+  // logs a request before it answers; the slow answer's first byte follows).
+  bool download_started(const std::string& name) const {
+    const std::string file = catalog_->target(name).target_path;
+    const std::string suffix = file.substr(file.rfind('/') + 1);  // "<name>-<version>.tar.zst"
+    return !catalog_->fault_server().requests(suffix).empty();
   }
 };
 

@@ -291,18 +291,12 @@ TEST_F(CtlTest, CtrlCDuringInstallCancelsTheJob) {
   daemon::Child ctl_child =
       daemon::start_child({epbrokerctl_path(), "--bus-address", address(), "install", kBulkEp});
   // Wait until the download is under way.
+  ASSERT_TRUE(daemon::wait_until([&] { return download_started(kBulkEp); }, 60s));
   std::string job;
-  ASSERT_TRUE(daemon::wait_until(
-      [&] {
-        for (const auto& j : c.status().jobs) {
-          if (j.progress.target == kBulkEp && j.progress.bytes_done > 0) {
-            job = j.progress.job;
-            return true;
-          }
-        }
-        return false;
-      },
-      30s));
+  for (const auto& j : c.status().jobs) {
+    if (j.progress.target == kBulkEp) job = j.progress.job;
+  }
+  ASSERT_FALSE(job.empty());
   const int status = ctl_child.kill_and_wait(SIGINT);
   ASSERT_TRUE(WIFEXITED(status)) << "status " << status;
   EXPECT_EQ(WEXITSTATUS(status), 130);
