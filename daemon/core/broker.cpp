@@ -261,9 +261,10 @@ Result<std::uint64_t> Broker::ensure_provider(const RequestContext& ctx, const s
 namespace {
 
 // Counts bytes for a job's progress and stops the transfer on cancel. Progress
-// goes out in steps of 1/256 of the total and at the end (at most 257 reports):
-// each is a PropertiesChanged signal on the bus, and one per network chunk
-// (16 KiB) costs more than the download itself.
+// goes out in steps of 1/256 of the total, at the end, and at least every 250
+// ms while bytes arrive (a slow download still moves): each report is a
+// PropertiesChanged signal on the bus, and one per network chunk (16 KiB) costs
+// more than the download itself.
 class ProgressFetcher : public catalog::tuf::Fetcher {
  public:
   ProgressFetcher(catalog::tuf::Fetcher& inner, Job& job, std::uint64_t total)
@@ -326,8 +327,13 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
   void report() {
     if (total_ == 0) return;
     const std::uint64_t done = std::min(done_, total_);
-    if (done < total_ && done < reported_ + step_) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total_ && done < reported_ + step_ &&
+        (done == reported_ || now - reported_at_ < std::chrono::milliseconds(250))) {
+      return;
+    }
     reported_ = done;
+    reported_at_ = now;
     job_.set_progress(done, total_);
   }
 
@@ -337,6 +343,7 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
   std::uint64_t step_;
   std::uint64_t done_ = 0;
   std::uint64_t reported_ = 0;
+  std::chrono::steady_clock::time_point reported_at_ = std::chrono::steady_clock::now();
   enum class Tee { off, armed, streaming, broken } tee_ = Tee::off;
   int tee_fd_ = -1;
   std::uint64_t teed_ = 0;
