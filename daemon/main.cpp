@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "daemon/config/config.hpp"
 #include "daemon/core/authorizer.hpp"
@@ -95,16 +96,44 @@ enum class StopReason { idle, signal };
 // started or finished, a session opened or ended), the watchdog's half-period,
 // the end of a finished job's grace period, or the idle deadline. An idle daemon
 // without a watchdog wakes only for its idle exit.
-StopReason serve(dbus::Service& service, const sigset_t& sigs, std::chrono::seconds idle_timeout) {
+StopReason serve(dbus::Service& service, const sigset_t& sigs, std::chrono::seconds idle_timeout,
+                 std::chrono::seconds refresh_interval) {
   std::uint64_t watchdog_usec = 0;
   const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
   auto& lifecycle = service.lifecycle();
+  // A failed automatic refresh is not retried sooner than this (nor than the interval).
+  constexpr std::chrono::seconds kRefreshRetry{3600};
+  std::optional<Clock::time_point> refresh_tried;
   while (true) {
     service.reap();
     service.publish_state();
     const auto now = Clock::now();
     auto deadline = now + std::chrono::hours(24);
     if (watchdog) deadline = std::min(deadline, now + std::chrono::microseconds(watchdog_usec / 2));
+    // 1. Automatic refresh: due refresh_interval after the last successful one (at
+    //    once when there never was one), on the wall clock, since it spans restarts.
+    const auto& remotes = service.broker().config().remotes;
+    const bool any_remote =
+        std::any_of(remotes.begin(), remotes.end(), [](const auto& r) { return r.enabled; });
+    if (refresh_interval.count() > 0 && any_remote &&
+        lifecycle.state() != dbus::DaemonState::stopping) {
+      auto& broker = service.broker();
+      const auto last = broker.last_refresh();
+      const auto wall_due =
+          last ? *last + refresh_interval : std::chrono::system_clock::time_point{};
+      auto due = now + std::chrono::duration_cast<Clock::duration>(
+                           wall_due - std::chrono::system_clock::now());
+      if (refresh_tried) {
+        due = std::max(due, *refresh_tried + std::min(refresh_interval, kRefreshRetry));
+      }
+      if (due <= now) {
+        refresh_tried = now;
+        log::info("catalog refresh due (interval {} s): job {}", refresh_interval.count(),
+                  broker.auto_refresh());
+        continue;  // the job changed the state: look again
+      }
+      deadline = std::min(deadline, due);
+    }
     if (auto reap = service.next_reap()) deadline = std::min(deadline, *reap);
     if (idle_timeout.count() > 0 && lifecycle.state() == dbus::DaemonState::idle) {
       const auto idle_at = lifecycle.last_activity() + idle_timeout;
@@ -243,7 +272,8 @@ int main(int argc, char** argv) {
             (*broker)->providers().size());
 
   // 5. Serve until idle for idle_timeout or told to stop.
-  const StopReason reason = serve(service, sigs, cfg->daemon.idle_timeout);
+  const StopReason reason =
+      serve(service, sigs, cfg->daemon.idle_timeout, cfg->daemon.refresh_interval);
 
   // 6. Leave (see the header comment for the order).
   sd_notify(0, "STOPPING=1\nSTATUS=stopping");

@@ -127,6 +127,39 @@ void Broker::load_catalog_cache() {
     expires_ = (*doc).value("expires", "");
   }
   catalog_ = std::move(entries);
+  // The last refresh is when the oldest enabled remote's catalog.json was written
+  // (every remote is refreshed together); none yet, or a remote never refreshed:
+  // no time, so an automatic refresh is due at once.
+  std::optional<fs::file_time_type> oldest;
+  bool all = true;
+  for (const auto& remote : options_.config.remotes) {
+    if (!remote.enabled) continue;
+    std::error_code ec;
+    const auto t = fs::last_write_time(
+        options_.config.paths.state_dir / "remotes" / remote.name / "catalog.json", ec);
+    if (ec) {
+      all = false;
+      break;
+    }
+    if (!oldest || t < *oldest) oldest = t;
+  }
+  if (all && oldest) {
+    last_refresh_ = std::chrono::time_point_cast<std::chrono::system_clock::duration>(
+        std::chrono::file_clock::to_sys(*oldest));
+  }
+}
+
+std::optional<std::chrono::system_clock::time_point> Broker::last_refresh() const {
+  std::lock_guard lock(mu_);
+  return last_refresh_;
+}
+
+std::uint64_t Broker::auto_refresh() {
+  if (auto running = jobs_.find_active(JobKind::refresh, "")) return running->id();
+  // The daemon's own job: no caller to authorize (uid 0, no bus name).
+  auto job = jobs_.create(JobKind::refresh, "", RequestContext{0, ""});
+  spawn([this, job] { run_refresh(job); });
+  return job->id();
 }
 
 std::optional<CatalogEntry> Broker::best_entry(const std::string& name, std::string* reason) const {
@@ -604,6 +637,7 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
     std::lock_guard lock(mu_);
     catalog_ = std::move(all);
     rev = revision_;
+    last_refresh_ = std::chrono::system_clock::now();
   }
   invalidate_providers();
   job->succeed();

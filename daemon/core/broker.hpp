@@ -123,6 +123,12 @@ class Broker {
   // TUF refresh of every remote, as a job (org.epbroker.manage).
   catalog::Result<std::uint64_t> refresh(const RequestContext& ctx);
   std::vector<VerifyResult> verify() const;
+  // When every enabled remote was last refreshed successfully (wall clock; the
+  // oldest of them, read from the state dir at start); nullopt if one never was.
+  std::optional<std::chrono::system_clock::time_point> last_refresh() const;
+  // A refresh on the daemon's own behalf (daemon.refresh_interval): no caller, no
+  // authorization. Returns the running refresh's id when one runs already.
+  std::uint64_t auto_refresh();
 
   catalog::Result<SessionGrant> request_session(const RequestContext& ctx,
                                                 const SessionRequest& request);
@@ -157,13 +163,14 @@ class Broker {
 
   BrokerOptions options_;
   BrokerListener* listener_;
-  mutable std::mutex mu_;  // guards catalog_, revision_, expires_, session_leases_
+  mutable std::mutex mu_;  // guards catalog_, revision_, expires_, last_refresh_, session_leases_
   store::Store store_;
   std::vector<hardware::Device> devices_;
   catalog::MachineInfo machine_;  // devices_ as compatibility matching sees them (fixed)
   std::vector<CatalogEntry> catalog_;
   std::uint64_t revision_ = 0;
   std::string expires_;
+  std::optional<std::chrono::system_clock::time_point> last_refresh_;
   std::map<std::uint64_t, std::vector<store::LeaseId>> session_leases_;
   // The provider cache: views_ is valid while views_gen_ == providers_gen_.
   std::atomic<std::uint64_t> providers_gen_{1};

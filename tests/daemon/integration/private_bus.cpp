@@ -291,7 +291,9 @@ PrivateBus::PrivateBus(PrivateBusOptions options) : options_(std::move(options))
       "idle_timeout_sec = " +
           std::to_string(options_.idle_timeout_sec) +
           "\n"
-          "refresh_interval_sec = 0\n"
+          "refresh_interval_sec = " +
+          std::to_string(options_.refresh_interval_sec) +
+          "\n"
           "log_level = debug\n" +
           (options_.install_group.empty() ? std::string()
                                           : "install_group = " + options_.install_group + "\n"));

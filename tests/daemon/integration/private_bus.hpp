@@ -103,6 +103,8 @@ struct PrivateBusOptions {
   std::filesystem::path procfs_root = "/proc";
   // --idle-timeout; 0 = never exit when idle.
   unsigned idle_timeout_sec = 0;
+  // [daemon] refresh_interval_sec; 0 (the tests' default) = no automatic refresh.
+  unsigned refresh_interval_sec = 0;
   // [daemon] install_group (without polkit on the bus: root and its members may
   // install and manage); empty = root only.
   std::string install_group;
