@@ -116,8 +116,13 @@ int install(Context& ctx) {
     return kOk;
   }
   ctx.out << "installed " << p.name << " " << p.version << " (" << format_bytes(p.size) << ")\n"
-          << "  library: " << p.library_path << '\n'
-          << "  registers as: " << join(p.ep_names, ", ") << '\n';
+          << "  library: " << p.library_path << '\n';
+  if (p.kind == "runtime") {
+    ctx.out
+        << "  kind: runtime (ONNX Runtime itself; apps open it with epbroker::load_runtime())\n";
+  } else {
+    ctx.out << "  registers as: " << join(p.ep_names, ", ") << '\n';
+  }
   return kOk;
 }
 
