@@ -17,26 +17,7 @@ epbrokerd::lazylib::LazyLibrary& archive_lib() {
 
 #define EPBROKERD_REAL(fn) \
   static const auto real = epbrokerd::lazylib::resolve<decltype(&::fn)>(archive_lib(), #fn)
-#define EPBROKERD_STUB0(ret, fn) \
-  ret fn(void) {                 \
-    EPBROKERD_REAL(fn);          \
-    return real();               \
-  }
-#define EPBROKERD_STUB1(ret, fn, T1) \
-  ret fn(T1 a) {                     \
-    EPBROKERD_REAL(fn);              \
-    return real(a);                  \
-  }
-#define EPBROKERD_STUB2(ret, fn, T1, T2) \
-  ret fn(T1 a, T2 b) {                   \
-    EPBROKERD_REAL(fn);                  \
-    return real(a, b);                   \
-  }
-#define EPBROKERD_STUB3(ret, fn, T1, T2, T3) \
-  ret fn(T1 a, T2 b, T3 c) {                 \
-    EPBROKERD_REAL(fn);                      \
-    return real(a, b, c);                    \
-  }
+#include "daemon/lazylib/stub_macros.hpp"  // after EPBROKERD_REAL
 
 extern "C" {
 
