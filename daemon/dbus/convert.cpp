@@ -45,6 +45,37 @@ Dict to_dict(const core::ProviderView& p) {
   return out;
 }
 
+namespace {
+
+bool same_view(const core::ProviderView& a, const core::ProviderView& b) {
+  return a.name == b.name && a.kind == b.kind && a.ep_names == b.ep_names &&
+         a.version == b.version && a.ort_min == b.ort_min && a.vendor == b.vendor &&
+         a.state == b.state && a.devices == b.devices && a.size == b.size &&
+         a.library_path == b.library_path && a.reason == b.reason && a.remote == b.remote &&
+         a.job == b.job;
+}
+
+}  // namespace
+
+const Dict& to_dict_cached(const core::ProviderView& p) {
+  // Per thread (the bus thread in practice), so no lock. Keyed by name; an entry is
+  // rebuilt when any field differs, so a stale dict is never returned. Bounded: the
+  // catalog's names, cleared wholesale past a limit no real catalog reaches.
+  struct Entry {
+    core::ProviderView view;
+    Dict dict;
+  };
+  thread_local std::map<std::string, Entry, std::less<>> cache;
+  if (auto it = cache.find(p.name); it != cache.end() && same_view(it->second.view, p)) {
+    return it->second.dict;
+  }
+  if (cache.size() >= 1024) cache.clear();
+  auto& e = cache[p.name];
+  e.view = p;
+  e.dict = to_dict(p);
+  return e.dict;
+}
+
 Dict to_dict(const core::VerifyResult& r) {
   return {{"name", sdbus::Variant(r.name)},
           {"version", sdbus::Variant(r.version)},

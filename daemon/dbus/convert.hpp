@@ -15,6 +15,10 @@ using Dict = std::map<std::string, sdbus::Variant>;
 
 Dict to_dict(const hardware::Device& d);
 Dict to_dict(const core::ProviderView& p);
+// The same dict as to_dict(p), built once per distinct view on this thread and then
+// reused (a Variant is a reference-counted message: copying the dict is cheaper
+// than building it). Valid until the next call on this thread.
+const Dict& to_dict_cached(const core::ProviderView& p);
 Dict to_dict(const core::VerifyResult& r);
 
 std::string job_path(std::uint64_t id);      // /org/epbroker/Broker1/job/N

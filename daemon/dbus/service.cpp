@@ -141,7 +141,7 @@ Dicts BrokerObject::ListProviders() {
   return guarded([&] {
     const auto call = service_.enter_call(getObject(), "ListProviders", false);
     Dicts out;
-    for (const auto& p : service_.broker().providers()) out.push_back(to_dict(p));
+    for (const auto& p : service_.broker().providers()) out.push_back(to_dict_cached(p));
     return out;
   });
 }
@@ -235,7 +235,7 @@ std::tuple<sdbus::ObjectPath, Dicts> BrokerObject::RequestSession(
     Dicts providers;
     for (const auto& p : grant.providers) {
       if (p.job != 0) service_.publish_job(p.job);
-      providers.push_back(to_dict(p));
+      providers.push_back(to_dict_cached(p));
     }
     return std::make_tuple(service_.publish_session(grant.session), providers);
   });
