@@ -323,7 +323,10 @@ sdbus::ObjectPath Service::publish_job(std::uint64_t id) {
 
 sdbus::ObjectPath Service::publish_session(std::uint64_t id) {
   auto object = std::make_unique<SessionObject>(conn_, *this, id);
-  if (const auto info = broker_->sessions().find(id)) {
+  // The lookup and the lease list only for the debug line: not on every session.
+  const auto info =
+      spdlog::should_log(spdlog::level::debug) ? broker_->sessions().find(id) : std::nullopt;
+  if (info) {
     std::string leases;
     for (const auto& l : info->leases) leases += (leases.empty() ? "" : ", ") + l;
     log::debug("session {}: opened by {} (uid {}), leases: {}", id, info->owner.sender,
