@@ -18,6 +18,7 @@
 #include "catalog/crypto/hash.hpp"
 #include "catalog/package/prefetch_reader.hpp"
 #include "catalog/text.hpp"
+#include "catalog/unique_fd.hpp"
 
 namespace catalog::package {
 namespace {
@@ -26,38 +27,7 @@ namespace fs = std::filesystem;
 
 constexpr std::size_t kCopyBufferBytes = std::size_t{1} << 20;
 
-// An owned file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset();
-      fd_ = std::exchange(o.fd_, -1);
-    }
-    return *this;
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-  void reset() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-  // Closes and reports the error close() saw (a delayed write error).
-  int close_checked() {
-    const int rc = ::close(std::exchange(fd_, -1));
-    return rc;
-  }
-
- private:
-  int fd_ = -1;
-};
+using Fd = catalog::UniqueFd;
 
 std::string octal(std::uint32_t mode) {
   char buf[16];

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "catalog/unique_fd.hpp"
+
 namespace epbrokerd::hardware {
 namespace fs = std::filesystem;
 
@@ -43,19 +45,7 @@ std::optional<std::string> read_link(const fs::path& host) {
   return target;
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
+using Fd = catalog::UniqueFd;
 
 }  // namespace
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "catalog/crypto/hash.hpp"
+#include "catalog/unique_fd.hpp"
 #include "daemon/store/installed.hpp"
 
 namespace epbrokerd::store {
@@ -23,21 +24,7 @@ namespace fs = std::filesystem;
 using catalog::Errc;
 using catalog::fail;
 
-// A file descriptor closed on scope exit.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  bool valid() const { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
+using Fd = catalog::UniqueFd;
 
 std::unexpected<catalog::Error> sys_error(std::string_view what, const fs::path& p, int e = errno) {
   return fail(e == ENOENT ? Errc::not_found : Errc::io,

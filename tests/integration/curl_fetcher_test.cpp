@@ -16,6 +16,7 @@
 
 #include "catalog/error.hpp"
 #include "tests/support/http_server.hpp"
+#include "tests/support/ports.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace net {
@@ -63,20 +64,7 @@ CurlFetcherOptions http_options() {
   return o;
 }
 
-// A loopback port nobody listens on: bound, then closed.
-std::uint16_t closed_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using tests::support::closed_port;
 
 class CurlFetcherTest : public ::testing::Test {
  protected:

@@ -27,6 +27,7 @@
 #include "net/curl_fetcher.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/nginx_server.hpp"
+#include "tests/support/ports.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace catalog::tuf {
@@ -53,18 +54,7 @@ std::string noise(std::size_t size, std::uint64_t seed) {
   return out;
 }
 
-// A loopback port nobody listens on (bound, then closed): connection refused.
-std::uint16_t closed_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using tests::support::closed_port;
 
 TimePoint now() {
   return std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());

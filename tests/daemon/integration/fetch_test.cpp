@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "tests/daemon/integration/fixture.hpp"
+#include "tests/support/ports.hpp"
 #include "tests/support/temp_dir.hpp"
 
 namespace tests::daemon {
@@ -18,18 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// A loopback port nobody listens on (bound, then closed): connection refused.
-std::uint16_t closed_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
+using tests::support::closed_port;
 
 // nginx's log entries for `target`'s file, once at least one is there.
 std::vector<support::LoggedRequest> requests_for(const TestCatalog& catalog,
