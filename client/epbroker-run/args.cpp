@@ -58,6 +58,10 @@ Broker:
                       else the system bus)
   --no-install        use only providers that are installed already
   --no-broker         do not contact the broker: ONNX Runtime's own EPs only
+  --library NAME=PATH register the plugin EP library at PATH directly under NAME, as
+                      an app without epbroker would (the baseline the broker is
+                      measured against); implies --no-broker. With --ep, only that
+                      library's devices are used. Repeatable.
 
 Output:
   --json              one JSON object on stdout (progress still on stderr); see
@@ -185,6 +189,15 @@ std::expected<Options, std::string> parse_args(int argc, char** argv) {
       auto v = need();
       if (!v) return std::unexpected(v.error());
       o.bus_address = *v;
+    } else if (opt == "--library") {
+      auto v = need();
+      if (!v) return std::unexpected(v.error());
+      const auto eq = v->find('=');
+      if (eq == std::string_view::npos || eq == 0 || eq + 1 == v->size()) {
+        return std::unexpected("--library: expected NAME=PATH, got '" + std::string(*v) + "'");
+      }
+      o.libraries.emplace_back(std::string(v->substr(0, eq)), std::string(v->substr(eq + 1)));
+      o.no_broker = true;
     } else if (a == "--check") {
       o.check = true;
     } else if (a == "--json") {

@@ -49,6 +49,8 @@ struct Options {
   bool json = false;
   bool no_broker = false;
   bool no_install = false;
+  // --library NAME=PATH: plugin EP libraries registered directly (implies no_broker).
+  std::vector<std::pair<std::string, std::filesystem::path>> libraries;
   bool help = false;
 };
 

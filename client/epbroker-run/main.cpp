@@ -158,6 +158,16 @@ int run(const Options& o) {
     report.registered = brokered->ensured.registration.registered;
     report.skipped = brokered->ensured.registration.skipped;
   }
+  // 1b. --library: plugin libraries registered directly, without the broker.
+  for (const auto& [name, path] : o.libraries) {
+    try {
+      env.RegisterExecutionProviderLibrary(name.c_str(), path.c_str());
+    } catch (const Ort::Exception& e) {
+      std::cerr << "epbroker-run: --library " << name << "=" << path.string()
+                << ": ONNX Runtime could not register it: " << e.what() << "\n";
+      return kRuntime;
+    }
+  }
   const std::vector<epbroker::Device> no_devices;
   const auto& devices = brokered ? brokered->devices : no_devices;
 
@@ -172,6 +182,16 @@ int run(const Options& o) {
       if (o.device == "cpu") choice.type = OrtHardwareDeviceType_CPU;
       if (o.device == "gpu") choice.type = OrtHardwareDeviceType_GPU;
       if (o.device == "npu") choice.type = OrtHardwareDeviceType_NPU;
+      // --ep naming an EP of a directly registered library means that library's
+      // devices (an EP may also be built into ORT under the same name).
+      for (const auto& [name, path] : o.libraries) {
+        const std::string lib = fs::weakly_canonical(path).string();
+        for (const auto& d : epbroker::ep_devices(env)) {
+          if (d.library_path == lib && (ep_name.empty() || d.ep_name == ep_name)) {
+            choice.library_path = lib;
+          }
+        }
+      }
       selection = epbroker::configure(so, env, choice);
       report.selection =
           "ep " + selection->ep_name + (o.device.empty() ? "" : " (" + o.device + ")");

@@ -186,5 +186,30 @@ TEST(RunCliTest, NoBrokerRunsOnTheCpuEpAndChecks) {
   EXPECT_EQ(j.at("check").at("max_abs").get<double>(), 0.0);
 }
 
+TEST(RunCliTest, LibraryRegistersAPluginDirectlyWithoutTheBroker) {
+  Files files;
+  // No bus at all: --library must not contact the broker.
+  const auto r =
+      epbroker_run({files.model, "--library", "mine=" + std::string(EPBROKER_TEST_EP_LIBRARY),
+                    "--ep", kTestEpName, "--check", "--json", "--iterations", "3", "--bus-address",
+                    "unix:path=/nonexistent/bus"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j.at("broker").at("used").get<bool>());
+  EXPECT_EQ(j.at("selection"), std::string("ep ") + kTestEpName);
+  const auto* p = part(j, kTestEpName);
+  ASSERT_NE(p, nullptr) << r.out;
+  ASSERT_FALSE(p->at("devices").empty());
+  EXPECT_EQ(p->at("devices")[0].at("library_path"),
+            fs::canonical(EPBROKER_TEST_EP_LIBRARY).string());
+  EXPECT_LE(j.at("check").at("max_abs").get<double>(), 1e-4);
+
+  const auto bad = epbroker_run(
+      {files.model, "--library", "mine=" + (files.dir / "nope.so").string(), "--ep", kTestEpName});
+  EXPECT_EQ(bad.exit_code, 5) << describe(bad);
+  EXPECT_THAT(bad.err, HasSubstr("could not register it"));
+  EXPECT_EQ(epbroker_run({files.model, "--library", "=x"}).exit_code, 2);
+}
+
 }  // namespace
 }  // namespace tests::client_ort

@@ -280,6 +280,9 @@ struct DeviceChoice {
   std::string ep_name;                        // "" = any EP with a device of `type`
   std::optional<OrtHardwareDeviceType> type;  // none = every device of `ep_name`
   std::vector<std::pair<std::string, std::string>> ep_options;  // passed to the EP
+  // "" = any; else only devices of the plugin library at this path (compared
+  // canonically), e.g. one the app registered itself rather than through the broker.
+  std::string library_path;
 };
 
 // What configure() appended.
@@ -300,10 +303,13 @@ inline Selection configure(Ort::SessionOptions& options, const Ort::Env& env,
     throw Error(Errc::invalid_argument, "DeviceChoice names neither an EP nor a device type");
   }
   const std::vector<Ort::ConstEpDevice> all = env.GetEpDevices();
+  const std::string library =
+      choice.library_path.empty() ? std::string() : detail::canonical_path(choice.library_path);
   std::vector<Ort::ConstEpDevice> matching;
   for (const auto& d : all) {
     if (!choice.ep_name.empty() && choice.ep_name != d.EpName()) continue;
     if (choice.type && *choice.type != d.Device().Type()) continue;
+    if (!library.empty() && library != detail::library_path_of(d)) continue;
     matching.push_back(d);
   }
   if (matching.empty()) {
@@ -317,6 +323,7 @@ inline Selection configure(Ort::SessionOptions& options, const Ort::Env& env,
                     (choice.ep_name.empty() ? std::string("that device type") : choice.ep_name) +
                     (choice.type ? std::string(" on ") + detail::device_type_name(*choice.type)
                                  : std::string()) +
+                    (library.empty() ? std::string() : " from " + library) +
                     "; it offers: " + (offered.empty() ? "(nothing)" : offered) +
                     ". Is the provider installed and registered (register_providers)?");
   }
