@@ -170,6 +170,19 @@ TEST(HardwareDiscoveryFixture, NvidiaWorkstation) {
   EXPECT_THAT(fixture("nvidia-workstation"), ElementsAre(kXeon, kAspeed, kH100));
 }
 
+TEST(HardwareDiscoveryFixture, NvidiaH100VmAsRecordedOnTheGpuMachine) {
+  // tests/gpu/capture_fixture.sh on the lent H100 machine (a Firecracker VM): the
+  // GPU is a 3D controller (class 0x030200) among virtio functions, with no DRM at
+  // all; identity as nvidia-smi and ORT's GetEpDevices reported it there.
+  const Device xeon = cpu("cpu0", 0x8086, "Intel", "Intel(R) Xeon(R) Processor", 16, 16,
+                          {"fma", "f16c", "avx2", "avx_vnni", "avx512f", "avx512_vnni",
+                           "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "amx_int8"});
+  const Device h100 =
+      pci({"gpu0", kGpu, 0x10de, 0x2330, 0x10de, 0x16c1, "NVIDIA", "NVIDIA H100 80GB HBM3",
+           "nvidia", "580.159.04", "0000:00:06.0", true, "/dev/nvidia0"});
+  EXPECT_THAT(fixture("nvidia-h100-vm"), ElementsAre(xeon, h100));
+}
+
 TEST(HardwareDiscoveryFixture, IntelLaptop) {
   EXPECT_THAT(fixture("intel-laptop"), ElementsAre(kCoreUltra, kIntelIgpu, kIntelNpu));
 }
