@@ -4,7 +4,7 @@
 # python3 (numpy; torch + torchvision for the ResNet-50 export), the NVIDIA driver,
 # and a Vulkan loader (libvulkan.so.1) that finds NVIDIA's ICD. No network.
 #
-#   tests/gpu/run.sh BUNDLE OUTDIR [--batch N] [--model FILE.onnx] [--demo-only]
+#   tests/gpu/run.sh BUNDLE OUTDIR [--batch N] [--reps R] [--model FILE.onnx] [--demo-only]
 #
 # What it does, every step logged to OUTDIR/run.log and each result kept in OUTDIR:
 #   1. facts: nvidia-smi, CPU, Vulkan loader; the sysfs/procfs files epbrokerd reads,
@@ -17,26 +17,30 @@
 #   4. the model (default: torchvision's ResNet-50 exported to ONNX with a dynamic
 #      batch) run by epbroker-run: the CPU EP, the GPU EP registered directly
 #      (--library, a copy of the same plugin library) and the GPU EP through the
-#      broker, at batch 1 and --batch N (default 32), GPU paths interleaved, each
-#      result as JSON; `--policy prefer_gpu --check` against the CPU EP;
+#      broker, at batch 1 and --batch N (default 32), the two GPU paths alternating
+#      R times (default 3), each result as JSON, the GPU's utilisation sampled by
+#      nvidia-smi during the first brokered run; `--policy prefer_gpu --check`
+#      against the CPU EP;
 #   5. the table of figures (OUTDIR/table.md, tests/gpu/summarize.py).
 # With --demo-only: steps 1-3 and Magika under --policy max_performance (the README
 # demo's app) on whatever EPs the catalog carries, e.g. OpenVINO on an Intel CPU.
 set -uo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-usage() { sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 [[ ${1:-} == -h || ${1:-} == --help ]] && { usage; exit 0; }
 [[ $# -ge 2 ]] || { usage >&2; exit 2; }
 BUNDLE=$(cd "$1" && pwd) || exit 2
 OUTDIR=$2
 shift 2
 BATCH=32
+REPS=3
 MODEL=""
 DEMO_ONLY=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --batch) BATCH=$2; shift 2 ;;
+    --reps) REPS=$2; shift 2 ;;
     --model) MODEL=$2; shift 2 ;;
     --demo-only) DEMO_ONLY=1; shift ;;
     *) echo "run.sh: unknown argument '$1'" >&2; exit 2 ;;
@@ -185,12 +189,19 @@ DIRECT=(--library "webgpu-direct=$W/direct/libonnxruntime_providers_webgpu.so"
   --ep WebGpuExecutionProvider --device gpu)
 BROKER=(--ep webgpu --device gpu)
 for b in 1 "$BATCH"; do
-  if [[ $b -eq 1 ]]; then cpu_it=50 gpu_it=300; else cpu_it=10 gpu_it=100; fi
+  if [[ $b -eq 1 ]]; then cpu_it=100 gpu_it=500; else cpu_it=20 gpu_it=200; fi
   rj "cpu-b$b" "$MODEL" --no-broker --ep CPUExecutionProvider --batch "$b" --iterations "$cpu_it" \
     --warmup 2
-  for rep in 1 2; do
+  for rep in $(seq "$REPS"); do
     rj "direct-b$b-$rep" "$MODEL" "${DIRECT[@]}" --batch "$b" --iterations "$gpu_it" --warmup 5
+    sampler=""
+    if [[ $rep -eq 1 ]]; then
+      nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader \
+        -lms 100 >"$OUTDIR/gpu-util-b$b.csv" 2>/dev/null &
+      sampler=$!
+    fi
     rj "broker-b$b-$rep" "$MODEL" "${BROKER[@]}" --batch "$b" --iterations "$gpu_it" --warmup 5
+    [[ -n $sampler ]] && { kill "$sampler"; wait "$sampler" 2>/dev/null; }
   done
   rj "policy-b$b" "$MODEL" --policy prefer_gpu --batch "$b" --iterations 20 --warmup 3 \
     --check --atol 1e-3 --rtol 1e-2
@@ -200,4 +211,4 @@ run "$RUN" "$MODEL" --policy prefer_gpu --batch "$BATCH" --iterations 20 --warmu
 run "$CTL" status
 
 step "5. Figures"
-python3 "$HERE/summarize.py" "$OUTDIR" "$BATCH" | tee "$OUTDIR/table.md"
+python3 "$HERE/summarize.py" "$OUTDIR" "$BATCH" "$REPS" | tee "$OUTDIR/table.md"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the figures table of a tests/gpu/run.sh run from its JSON results.
 
-Usage: summarize.py OUTDIR BATCH
+Usage: summarize.py OUTDIR BATCH [REPS]
 
 Reads OUTDIR/{cpu,direct,broker,policy}-b{1,BATCH}[-REP].json (epbroker-run --json)
 and prints a Markdown table: per path and batch, p50/p99 latency, throughput, where
@@ -32,11 +32,26 @@ def placed(j):
     return "; ".join(parts)
 
 
+def utilisation(outdir, b):
+    try:
+        with open(os.path.join(outdir, f"gpu-util-b{b}.csv")) as f:
+            rows = [line.split(",") for line in f if line.count(",") == 2]
+    except OSError:
+        return None
+    util = [int(r[1].strip().rstrip(" %")) for r in rows if r[1].strip().rstrip(" %").isdigit()]
+    mem = [int(r[2].strip().split()[0]) for r in rows if r[2].strip().split()[0].isdigit()]
+    if not util:
+        return None
+    return (f"{len(util)} samples, median {statistics.median(util)}%, max {max(util)}%; "
+            f"memory used up to {max(mem) if mem else '?'} MiB")
+
+
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         print(__doc__, file=sys.stderr)
         return 2
     outdir, big = sys.argv[1], int(sys.argv[2])
+    reps = int(sys.argv[3]) if len(sys.argv) == 4 else 2
     print("| path | batch | p50 ms | p99 ms | items/s | vs CPU EP | placement |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     summary = []
@@ -46,7 +61,7 @@ def main():
         p50 = {}
         for path in ("cpu", "direct", "broker", "policy"):
             names = [f"{path}-b{b}"] if path in ("cpu", "policy") else [
-                f"{path}-b{b}-{r}" for r in (1, 2)]
+                f"{path}-b{b}-{r}" for r in range(1, reps + 1)]
             for name in names:
                 j = load(outdir, name)
                 if j is None:
@@ -71,6 +86,11 @@ def main():
             r = statistics.median(p50["broker"])
             summary.append(f"batch {b}: broker p50 {r:.3f} ms vs CPU EP {p50['cpu'][0]:.3f} ms "
                            f"({p50['cpu'][0] / r:.1f}x faster)")
+    for b in (1, big):
+        util = utilisation(outdir, b)
+        if util:
+            summary.append(f"batch {b}: GPU utilisation during the first brokered run "
+                           f"(nvidia-smi, every 100 ms): {util}")
     print()
     for line in summary:
         print("- " + line)
