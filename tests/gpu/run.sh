@@ -172,6 +172,12 @@ if [[ -f $MAGIKA/model.onnx ]]; then
   echo "  exit $?"
   rj magika-$policy "$MAGIKA/model.onnx" --policy "$policy" --input bytes="$W/files.npy" \
     --iterations 100 --check
+  if [[ $DEMO_ONLY -eq 1 ]] && grep -q '"name": "openvino"' "$OUTDIR/providers.json"; then
+    # The policy may prefer another EP (a GPU one built into ORT, say): OpenVINO by name.
+    run "$RUN" "$MAGIKA/model.onnx" --ep openvino --device cpu --input bytes="$W/files.npy" \
+      --labels "$W/labels.txt" --top 3 --iterations 100 --check
+    echo "  exit $?"
+  fi
 fi
 run "$CTL" status
 [[ $DEMO_ONLY -eq 1 ]] && exit 0
