@@ -118,6 +118,8 @@ std::string_view exclusion_reason_name(ExclusionReason reason) {
       return "driver_mismatch";
     case ExclusionReason::ort_too_old:
       return "ort_too_old";
+    case ExclusionReason::missing_library:
+      return "missing_library";
   }
   return "unknown";
 }
@@ -147,7 +149,19 @@ Compatibility check_compatibility(const MachineInfo& machine, const Version& ort
       if (v.fit > closest.fit) closest = std::move(v);
     }
   }
-  if (!match.device_ids.empty()) return match;
+  if (!match.device_ids.empty()) {
+    if (machine.has_library) {
+      for (const std::string& soname : package.required_sonames) {
+        if (!machine.has_library(soname)) {
+          return Exclusion{index, ExclusionReason::missing_library,
+                           "needs " + soname +
+                               ", which is not installed (install the distribution package "
+                               "that provides it)"};
+        }
+      }
+    }
+    return match;
+  }
   switch (closest.fit) {
     case Fit::old_driver:
       return Exclusion{index, ExclusionReason::driver_too_old, std::move(closest.message)};

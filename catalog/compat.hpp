@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -32,16 +33,22 @@ struct Device {
 struct MachineInfo {
   std::string arch;  // as `uname -m`: "x86_64", "aarch64"
   std::vector<Device> devices;
+  // Whether the system's dynamic loader would find a shared library of this SONAME
+  // (an EP package's "requires", e.g. "libvulkan.so.1"). Empty: not known, and
+  // "requires" is not checked.
+  std::function<bool(const std::string& soname)> has_library;
 };
 
 // Why a package is excluded; checked in this order: arch, ort_too_old, then the
-// devices (driver_too_old, driver_mismatch, no_device, most specific first).
+// devices (driver_too_old, driver_mismatch, no_device, most specific first), then
+// the shared libraries it requires (missing_library, only when a device matched).
 enum class ExclusionReason {
   arch,             // built for another CPU architecture
   no_device,        // no device of a supported type / vendor / device id
   driver_too_old,   // a device matched except for its driver version (or that is unknown)
   driver_mismatch,  // a device matched except for its kernel driver
   ort_too_old,      // the app's ONNX Runtime is older than the package's ort_min
+  missing_library,  // a library in "requires" is not on the machine (e.g. libvulkan.so.1)
 };
 
 // Stable lower-case name ("driver_too_old"), for logs, --json and bus properties.
@@ -76,7 +83,9 @@ using Compatibility = std::variant<Match, Exclusion>;
 // counts as too old). When no device is served, the reason is driver_too_old if
 // some device failed only on its driver version, else driver_mismatch if some
 // device failed only on its driver name, else no_device; the message names the
-// first such device. `index` is copied into the answer.
+// first such device. When devices are served but machine.has_library says a
+// library of `package.required_sonames` is absent, the answer is missing_library
+// naming the first one. `index` is copied into the answer.
 Compatibility check_compatibility(const MachineInfo& machine, const Version& ort_version,
                                   const EpMetadata& package, std::size_t index = 0);
 

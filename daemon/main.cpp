@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
   bopts.config = *cfg;
   bopts.roots.sysfs = cfg->paths.sysfs_root;
   bopts.roots.procfs = cfg->paths.procfs_root;
+  bopts.roots.system = cfg->paths.library_root;
   bopts.fetcher_factory = [](const config::Remote& remote) {
     net::CurlFetcherOptions o;
     o.allow_http = remote.allow_http;

@@ -609,6 +609,9 @@ std::string usage() {
          "  --cache-dir DIR     partial downloads (default /var/cache/epbroker)\n"
          "  --sysfs-root DIR    where sysfs is mounted (default /sys)\n"
          "  --procfs-root DIR   where procfs is mounted (default /proc)\n"
+         "  --library-root DIR  the root under which etc/ld.so.conf and the shared\n"
+         "                      library directories are read, for packages' \"requires\"\n"
+         "                      (default /)\n"
          "  --bus-address ADDR  D-Bus address to serve on instead of the system bus\n"
          "                      (default: $EPBROKER_BUS_ADDRESS if set)\n"
          "  --idle-timeout SEC  exit after SEC idle seconds, 0 = never (overrides\n"
@@ -642,8 +645,8 @@ Result<Options> parse_command_line(int argc, const char* const* argv) {
       return o;
     }
     static constexpr std::string_view kWithValue[] = {
-        "--config-dir",  "--state-dir",   "--cache-dir",    "--sysfs-root",
-        "--procfs-root", "--bus-address", "--idle-timeout", "--log-level"};
+        "--config-dir",   "--state-dir",   "--cache-dir",    "--sysfs-root", "--procfs-root",
+        "--library-root", "--bus-address", "--idle-timeout", "--log-level"};
     if (std::find(std::begin(kWithValue), std::end(kWithValue), flag) == std::end(kWithValue)) {
       return bad("unknown option " + quote_for_message(flag));
     }
@@ -676,6 +679,8 @@ Result<Options> parse_command_line(int argc, const char* const* argv) {
       ok = dir(o.paths.sysfs_root);
     } else if (flag == "--procfs-root") {
       ok = dir(o.paths.procfs_root);
+    } else if (flag == "--library-root") {
+      ok = dir(o.paths.library_root);
     } else if (flag == "--bus-address") {
       if (value->size() > kMaxBusAddressBytes) return bad("--bus-address: too long");
       o.bus_address = std::string(*value);

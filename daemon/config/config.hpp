@@ -85,6 +85,9 @@ struct Paths {
   std::filesystem::path cache_dir = "/var/cache/epbroker";
   std::filesystem::path sysfs_root = "/sys";
   std::filesystem::path procfs_root = "/proc";
+  // The root of etc/ld.so.conf and the library directories that EP packages'
+  // "requires" are looked up in (hardware::LibraryLocator).
+  std::filesystem::path library_root = "/";
 
   friend bool operator==(const Paths&, const Paths&) = default;
 };

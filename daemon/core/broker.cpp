@@ -12,6 +12,7 @@
 #include "catalog/atomic_file.hpp"
 #include "catalog/canonical_json.hpp"
 #include "catalog/tuf/updater.hpp"
+#include "daemon/hardware/libraries.hpp"
 
 namespace epbrokerd::core {
 namespace {
@@ -33,6 +34,16 @@ const std::vector<std::string> kPolicies = {"default",          "prefer_cpu",   
 
 catalog::Version any_ort() { return catalog::parse_version("9999.0.0").value(); }
 
+// Compatibility matching's view of the machine: the devices, and where packages'
+// "requires" are looked up.
+catalog::MachineInfo machine_info(const std::vector<hardware::Device>& devices,
+                                  const hardware::Roots& roots) {
+  catalog::MachineInfo m = hardware::to_machine_info(devices);
+  m.has_library = [locator = hardware::LibraryLocator(roots.system, m.arch)](
+                      const std::string& soname) { return locator.has(soname); };
+  return m;
+}
+
 nlohmann::json entry_json(const CatalogEntry& e) {
   return {{"remote", e.remote},
           {"target_path", e.target_path},
@@ -48,7 +59,7 @@ Broker::Broker(BrokerOptions options, BrokerListener* listener, store::Store sto
       listener_(listener),
       store_(std::move(store)),
       devices_(std::move(devices)),
-      machine_(hardware::to_machine_info(devices_)),
+      machine_(machine_info(devices_, options_.roots)),
       jobs_([this](const JobSnapshot& s) {
         // An install that ends changes its provider's state (installing -> ready,
         // or back to available).

@@ -48,6 +48,9 @@ struct Roots {
   std::filesystem::path procfs = "/proc";
   std::filesystem::path dev = "/dev";
   std::string arch;  // "x86_64", "aarch64"; "" = this machine's (uname -m)
+  // Not read by discover(): the root of the loader's configuration and library
+  // directories, for the packages' "requires" (LibraryLocator).
+  std::filesystem::path system = "/";
 };
 
 // Bounds on the bytes read per file.

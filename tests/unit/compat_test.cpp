@@ -1,5 +1,6 @@
 #include "catalog/compat.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -63,7 +64,10 @@ Device amd_gpu(std::string id) {
 Device intel_npu() { return {"npu0", DeviceType::npu, kIntel, 0x7d1d, "intel_vpu", "1.0.0"}; }
 
 MachineInfo machine(std::vector<Device> devices, std::string arch = "x86_64") {
-  return {std::move(arch), std::move(devices)};
+  MachineInfo m;
+  m.arch = std::move(arch);
+  m.devices = std::move(devices);
+  return m;
 }
 
 const Version kOrt = ver("1.23.2");
@@ -263,6 +267,39 @@ TEST(CompatTest, ChecksRunInOrderArchOrtDevices) {
             ExclusionReason::ort_too_old);
 }
 
+TEST(CompatTest, RequiredLibrariesAreCheckedWhenTheMachineKnowsThem) {
+  EpMetadata p = package({support(DeviceType::gpu)});
+  p.required_sonames = {"libvulkan.so.1", "libdrm.so.2"};
+  MachineInfo mi = machine({cpu0(), nvidia_gpu("gpu0", 0x2330, "580.159.04")});
+  // Unknown (no lookup): not checked.
+  EXPECT_THAT(expect_match(check_compatibility(mi, kOrt, p)).device_ids, ElementsAre("gpu0"));
+
+  std::vector<std::string> asked;
+  std::vector<std::string> present = {"libdrm.so.2"};
+  mi.has_library = [&](const std::string& soname) {
+    asked.push_back(soname);
+    return std::find(present.begin(), present.end(), soname) != present.end();
+  };
+  const Exclusion ex = expect_exclusion(check_compatibility(mi, kOrt, p, 3));
+  EXPECT_EQ(ex.index, 3U);
+  EXPECT_EQ(ex.reason, ExclusionReason::missing_library);
+  EXPECT_THAT(ex.message, HasSubstr("needs libvulkan.so.1"));
+  EXPECT_THAT(asked, ElementsAre("libvulkan.so.1"));  // the first missing one ends it
+
+  present.push_back("libvulkan.so.1");
+  EXPECT_THAT(expect_match(check_compatibility(mi, kOrt, p)).device_ids, ElementsAre("gpu0"));
+
+  // No device served: the device reason wins, the libraries are not looked up.
+  asked.clear();
+  present.clear();
+  EXPECT_EQ(
+      expect_exclusion(check_compatibility(mi, kOrt, package({support(DeviceType::npu)}))).reason,
+      ExclusionReason::no_device);
+  p.supports = {support(DeviceType::npu)};
+  EXPECT_EQ(expect_exclusion(check_compatibility(mi, kOrt, p)).reason, ExclusionReason::no_device);
+  EXPECT_TRUE(asked.empty());
+}
+
 TEST(CompatTest, MatchPackagesAnswersEachInOrder) {
   const MachineInfo mi = machine({cpu0(), nvidia_gpu("gpu0", 0x2330, "550.54.14")});
   const std::vector<EpMetadata> packages = {
@@ -295,6 +332,7 @@ TEST(CompatTest, ReasonNames) {
   EXPECT_EQ(exclusion_reason_name(ExclusionReason::driver_too_old), "driver_too_old");
   EXPECT_EQ(exclusion_reason_name(ExclusionReason::driver_mismatch), "driver_mismatch");
   EXPECT_EQ(exclusion_reason_name(ExclusionReason::ort_too_old), "ort_too_old");
+  EXPECT_EQ(exclusion_reason_name(ExclusionReason::missing_library), "missing_library");
 }
 
 }  // namespace

@@ -69,6 +69,7 @@ const std::map<std::string, std::vector<ExpectedDevice>>& expected_machines() {
         {"gpu0", "gpu", "AMD", "amdgpu"},
         {"npu0", "npu", "AMD", "amdxdna"}}},
       {"cpu-server", {{"cpu0", "cpu", "AMD", ""}, {"cpu1", "cpu", "AMD", ""}}},
+      {"nvidia-h100-vm", {{"cpu0", "cpu", "Intel", ""}, {"gpu0", "gpu", "NVIDIA", "nvidia"}}},
   };
   return m;
 }
