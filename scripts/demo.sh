@@ -156,8 +156,12 @@ files=("$ROOT_DIR/README.md" "$ROOT_DIR/daemon/main.cpp" "$ROOT_DIR/scripts/boot
 python3 "$ROOT_DIR/scripts/demo/magika_features.py" "$MODEL_DIR/config.min.json" files.npy \
   labels.txt "${files[@]}"
 printf 'inputs (one row each): %s\n' "${files[*]#"$ROOT_DIR"/}" | sed "s|$B/||"
+# --check compares with the CPU EP. OpenVINO's CPU plugin infers in bf16 by default
+# on CPUs with native bf16 (AVX512-BF16, AMX; OpenVINO's CPU device documentation):
+# on such a Xeon, scores differed by up to 8e-3 with the same top labels. The demo
+# accepts differences up to 1e-2 in a score.
 run "$RUN" "$MODEL_DIR/model.onnx" --policy max_performance --input bytes=files.npy \
-  --labels labels.txt --top 5 --iterations 200 --check
+  --labels labels.txt --top 5 --iterations 200 --check --atol 1e-2
 
 step "Second run: the store is reused, nothing is downloaded"
 start=$(date +%s%N)
