@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace tests::support {
@@ -60,7 +61,8 @@ std::optional<int> try_reap(pid_t pid) {
 
 }  // namespace
 
-HttpServer::HttpServer(const std::filesystem::path& root) {
+HttpServer::HttpServer(const std::filesystem::path& root, HttpServerOptions options)
+    : options_(std::move(options)) {
   const char* source_dir = std::getenv("EPBROKER_SOURCE_DIR");
   if (source_dir == nullptr || *source_dir == '\0') {
     throw std::runtime_error("HttpServer: EPBROKER_SOURCE_DIR is not set (run through ctest)");
@@ -75,7 +77,14 @@ HttpServer::HttpServer(const std::filesystem::path& root) {
                                    "--root",      root.string(),
                                    "--port",      "0",
                                    "--port-file", port_file.string(),
-                                   "--log",       (state_.path() / "requests.jsonl").string()};
+                                   "--log",       (state_.path() / "requests.jsonl").string(),
+                                   "--bind",      options_.bind};
+  if (!options_.tls_cert.empty()) {
+    for (const std::string& a : {std::string("--tls-cert"), options_.tls_cert.string(),
+                                 std::string("--tls-key"), options_.tls_key.string()}) {
+      args.push_back(a);
+    }
+  }
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -149,6 +158,7 @@ std::optional<LoggedRequest> parse_logged_request(const std::string& line) {
   }
   if (j.contains("status") && j["status"].is_number_integer()) r.status = j["status"];
   if (j.contains("bytes") && j["bytes"].is_number_unsigned()) r.bytes = j["bytes"];
+  if (j.contains("time") && j["time"].is_number()) r.time = j["time"].get<double>();
   return r;
 }
 
@@ -178,7 +188,8 @@ std::vector<LoggedRequest> HttpServer::requests(const std::string& suffix) const
 
 std::string HttpServer::url(const std::string& path) const {
   std::string rel = (!path.empty() && path.front() == '/') ? path.substr(1) : path;
-  return "http://127.0.0.1:" + std::to_string(port_) + "/" + rel;
+  return (options_.tls_cert.empty() ? "http://" : "https://") + options_.bind + ":" +
+         std::to_string(port_) + "/" + rel;
 }
 
 std::string url_encode(const std::string& s) {

@@ -5,7 +5,10 @@
 // /__endless__/, /__status__/CODE/, /__slow__/, /__redirect__/URL-ENCODED-TARGET,
 // /__drop__/N/ (cut after N body bytes), /__norange__/ (Range ignored),
 // /__fail_first__/K/CODE/ (K answers CODE, then the file), /__shiftrange__/ (a 206
-// one byte before the range asked). Every request is logged.
+// one byte before the range asked), /__trickle__/ (80 KiB/s),
+// /__retry_after__/K/S/ (K answers 503 with "Retry-After: S", then the file).
+// Every request is logged. With HttpServerOptions it listens on another loopback
+// address, or serves https with a given certificate.
 #pragma once
 
 #include <sys/types.h>
@@ -27,6 +30,14 @@ struct LoggedRequest {
   std::optional<std::string> range;  // the Range header
   int status = 0;
   std::optional<std::uint64_t> bytes;  // body bytes sent (none: endless or slow)
+  std::optional<double> time;          // when it was logged, seconds since the epoch
+};
+
+struct HttpServerOptions {
+  std::string bind = "127.0.0.1";  // any loopback address, e.g. "127.0.0.2"
+  // Both set: https with this certificate (chain) and key, both PEM files.
+  std::filesystem::path tls_cert{};
+  std::filesystem::path tls_key{};
 };
 
 // Parses one JSON log line ({"method","path","range","status","bytes"}); an
@@ -43,7 +54,7 @@ class HttpServer {
   // Interpreter: $EPBROKER_PYTHON, else `python3` from PATH; script:
   // $EPBROKER_SOURCE_DIR/tests/support/http_server.py (CTest sets the variable).
   // Throws std::runtime_error if the server cannot be started (like TempDir).
-  explicit HttpServer(const std::filesystem::path& root);
+  explicit HttpServer(const std::filesystem::path& root, HttpServerOptions options = {});
   // SIGTERM, then SIGKILL if the server has not exited within 5 s; always reaped.
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -55,12 +66,13 @@ class HttpServer {
   std::vector<LoggedRequest> requests(const std::string& suffix) const;
 
   std::uint16_t port() const { return port_; }
-  // "http://127.0.0.1:PORT/" + `path` (one leading '/' of `path` is dropped).
+  // "http://BIND:PORT/" (https with TLS) + `path` (one leading '/' of `path` is dropped).
   std::string url(const std::string& path) const;
 
  private:
   void stop();
 
+  HttpServerOptions options_;
   TempDir state_;  // holds the port file
   pid_t pid_ = -1;
   std::uint16_t port_ = 0;

@@ -2,14 +2,16 @@
 """Loopback HTTP server for tests: honest files plus hostile answers on demand.
 
 Usage: http_server.py --root DIR [--port 0] [--port-file FILE] [--log FILE]
+                      [--bind ADDR] [--tls-cert PEM --tls-key PEM]
 
-Binds 127.0.0.1 (port 0 = ephemeral), writes the chosen port to --port-file
+Binds --bind (127.0.0.1 by default; port 0 = ephemeral), serving https with
+--tls-cert/--tls-key, plain http otherwise; writes the chosen port to --port-file
 atomically (temporary file, then rename) and prints it as the first stdout line.
 Serves the files under DIR (GET and HEAD, with Content-Length), honouring a
 single "Range: bytes=FIRST-[LAST]" with 206 + Content-Range (416 past the end).
 --log appends one JSON object per request, written before the answer is sent:
 {"method", "path", "range" (the header or null), "status", "bytes" (body bytes
-the answer sends)}. Special path prefixes inject faults, so one server serves
+the answer sends), "time" (seconds since the epoch)}. Special path prefixes inject faults, so one server serves
 honest and hostile responses:
 
   /__endless__/<anything>            200, no Content-Length, 64 KiB chunks forever
@@ -27,6 +29,8 @@ honest and hostile responses:
                                      for N-1 onwards: a range not asked for
   /__trickle__/<path>                the file (Range honoured), its body sent in
                                      4 KiB pieces 50 ms apart (80 KiB/s)
+  /__retry_after__/<K>/<S>/<path>    the first K requests for this URL get 503
+                                     with "Retry-After: S", later ones the file
 
 Exits on SIGTERM. Standard library only.
 """
@@ -37,6 +41,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import sys
 import threading
 import time
@@ -89,6 +94,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._file(raw_path[len("/__shiftrange__"):], send_body, shift=1)
             elif raw_path.startswith("/__fail_first__/"):
                 self._fail_first(raw_path, send_body)
+            elif raw_path.startswith("/__retry_after__/"):
+                self._retry_after(raw_path, send_body)
             elif raw_path.startswith("/__trickle__/"):
                 self._file(raw_path[len("/__trickle__"):], send_body, trickle=True)
             else:
@@ -100,7 +107,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not self.log_path:
             return
         entry = {"method": self.command, "path": self.path, "range": self.headers.get("Range"),
-                 "status": code, "bytes": nbytes}
+                 "status": code, "bytes": nbytes, "time": time.time()}
         with Handler.lock, open(self.log_path, "a") as f:
             f.write(json.dumps(entry) + "\n")
 
@@ -168,6 +175,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         else:
             self._file("/" + rest, send_body)
 
+    def _retry_after(self, raw_path, send_body):
+        count, seconds, rest = (raw_path[len("/__retry_after__/"):].split("/", 2) + ["", ""])[:3]
+        with Handler.lock:
+            seen = Handler.seen.get(raw_path, 0)
+            Handler.seen[raw_path] = seen + 1
+        if seen < int(count):
+            self._simple(503, b"busy, come back later\n", send_body,
+                         headers=[("Retry-After", seconds)])
+        else:
+            self._file("/" + rest, send_body)
+
     def _endless(self, send_body):
         self._log(200, None)
         self.send_response(200)
@@ -210,6 +228,12 @@ class Server(http.server.ThreadingHTTPServer):
     daemon_threads = True  # hostile streams must not keep the process alive
     allow_reuse_address = True
 
+    def handle_error(self, request, client_address):
+        # A client refusing our certificate (the point of some tests) is no error.
+        if isinstance(sys.exc_info()[1], (ssl.SSLError, ConnectionError)):
+            return
+        super().handle_error(request, client_address)
+
 
 def write_port_file(path, port):
     tmp = "%s.tmp.%d" % (path, os.getpid())
@@ -226,6 +250,9 @@ def main(argv):
     parser.add_argument("--port", type=int, default=0, help="port (0: ephemeral)")
     parser.add_argument("--port-file", help="where to write the chosen port")
     parser.add_argument("--log", help="where to append one JSON line per request")
+    parser.add_argument("--bind", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--tls-cert", help="PEM certificate (chain): serve https")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = parser.parse_args(argv)
 
     if not os.path.isdir(args.root):
@@ -238,7 +265,16 @@ def main(argv):
 
     signal.signal(signal.SIGTERM, on_sigterm)
 
-    server = Server(("127.0.0.1", args.port), Handler)
+    if bool(args.tls_cert) != bool(args.tls_key):
+        parser.error("--tls-cert and --tls-key go together")
+    server = Server((args.bind, args.port), Handler)
+    if args.tls_cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(args.tls_cert, args.tls_key)
+        # The handshake runs in the handler's thread, at its first read: a
+        # client that refuses the certificate then only ends that thread.
+        server.socket = context.wrap_socket(server.socket, server_side=True,
+                                            do_handshake_on_connect=False)
     port = server.server_address[1]
     if args.port_file:
         write_port_file(args.port_file, port)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace tests::support {
 
@@ -9,5 +10,25 @@ namespace tests::support {
 // closed): a connection to it is refused. Throws std::runtime_error if the
 // socket calls fail.
 std::uint16_t closed_port();
+
+// A loopback TCP port where a connect neither succeeds nor fails: a listener
+// (backlog 0) that never accepts, its accept queue filled by connections of
+// its own, so the kernel drops further SYNs and a client's connect hangs until
+// the client's own timeout. Deterministic on loopback, no network namespace or
+// routing needed. Throws std::runtime_error if the queue cannot be filled
+// (a kernel that answers overflow with a reset: tcp_abort_on_overflow).
+class Tarpit {
+ public:
+  Tarpit();
+  ~Tarpit();
+  Tarpit(const Tarpit&) = delete;
+  Tarpit& operator=(const Tarpit&) = delete;
+  std::uint16_t port() const { return port_; }
+
+ private:
+  int listener_ = -1;
+  std::vector<int> fillers_;
+  std::uint16_t port_ = 0;
+};
 
 }  // namespace tests::support
