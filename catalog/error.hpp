@@ -5,7 +5,9 @@
 // (see error_kind()).
 #pragma once
 
+#include <chrono>
 #include <expected>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +55,10 @@ enum class ErrorKind {
 struct Error {
   Errc code;
   std::string message;
+  // Errc::network only: how long the server asked us to wait before asking
+  // again (HTTP 503/429 with Retry-After); retries honour it up to a cap
+  // (catalog/tuf/mirrors.hpp). Unset: no such request.
+  std::optional<std::chrono::seconds> retry_after{};
 };
 
 template <typename T>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <limits>
@@ -45,9 +46,27 @@ bool starts_with_nocase(std::string_view s, std::string_view prefix) {
 
 bool is_2xx(long status) { return status >= 200 && status < 300; }
 
-Error status_error(const std::string& url, long status) {
+// The answer's Retry-After in seconds (libcurl parses both the delta-seconds and
+// the HTTP-date forms), if it had one.
+std::optional<std::chrono::seconds> retry_after(CURL* curl) {
+  curl_off_t seconds = 0;
+  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &seconds) != CURLE_OK || seconds <= 0) {
+    return std::nullopt;
+  }
+  return std::chrono::seconds(seconds);
+}
+
+// A non-2xx final answer. Only 503 (unavailable) and 429 (too many requests)
+// carry a server's Retry-After on to the retry logic.
+Error status_error(const std::string& url, long status,
+                   std::optional<std::chrono::seconds> after = std::nullopt) {
   Errc code = (status == 403 || status == 404 || status == 410) ? Errc::not_found : Errc::network;
-  return Error{code, url + ": HTTP status " + std::to_string(status)};
+  Error e{code, url + ": HTTP status " + std::to_string(status)};
+  if ((status == 503 || status == 429) && after) {
+    e.retry_after = after;
+    e.message += " (Retry-After: " + std::to_string(after->count()) + " s)";
+  }
+  return e;
 }
 
 // What the callbacks share with fetch() for one transfer.
@@ -343,7 +362,7 @@ Result<void> CurlFetcher::transfer(const std::string& url, std::uint64_t range,
     *range_refused = true;
     return fail(Errc::network, url + ": range " + range_text + " not served as asked");
   }
-  if (t.bad_status) return std::unexpected(status_error(url, t.status));
+  if (t.bad_status) return std::unexpected(status_error(url, t.status, retry_after(curl)));
   if (rc != CURLE_OK) {
     std::string message = url + ": " + curl_easy_strerror(rc);
     if (errbuf[0] != '\0') message += std::string(" (") + errbuf + ")";
@@ -354,7 +373,7 @@ Result<void> CurlFetcher::transfer(const std::string& url, std::uint64_t range,
       *range_refused = true;
       return fail(Errc::network, url + ": range " + range_text + " not satisfiable");
     }
-    return std::unexpected(status_error(url, status));
+    return std::unexpected(status_error(url, status, retry_after(curl)));
   }
   // An empty body: its headers may not have been seen as such (HTTP/0.9).
   if (!start_body(&t)) {

@@ -45,6 +45,8 @@ class CurlFetcher : public catalog::tuf::Fetcher {
   //    connection is made;
   //  - HTTP 403/404/410 fail with Errc::not_found, other non-2xx with Errc::network
   //    (status in the message); the body of an error answer never reaches `sink`;
+  //    a 503 or 429 with a Retry-After header (seconds or an HTTP date) sets the
+  //    error's retry_after;
   //  - transport failures (refused, timeouts, TLS, redirect to a refused scheme, too
   //    many redirects) fail with Errc::network and libcurl's explanation;
   //  - more than `max_bytes` (announced or received) fails with Errc::length_mismatch,

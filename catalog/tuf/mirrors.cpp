@@ -45,11 +45,15 @@ Result<void> try_mirrors(std::size_t count, const RetryPolicy& policy,
   std::vector<bool> ask(count, true);             // still worth asking
   auto backoff = policy.initial_backoff;
   const std::uint32_t rounds = std::max<std::uint32_t>(policy.attempts, 1);
+  std::chrono::milliseconds asked_wait{0};  // the longest Retry-After of the last round
   for (std::uint32_t round = 0; round < rounds; ++round) {
     if (round > 0) {
-      if (!wait_unless_cancelled(backoff, cancel)) return cancelled();
+      const auto wait = std::max<std::chrono::milliseconds>(
+          backoff, std::min<std::chrono::milliseconds>(asked_wait, policy.max_retry_after));
+      if (!wait_unless_cancelled(wait, cancel)) return cancelled();
       backoff = std::min(backoff * 2, std::max(policy.max_backoff, policy.initial_backoff));
     }
+    asked_wait = std::chrono::milliseconds(0);
     bool transient = false;
     for (std::size_t i = 0; i < count; ++i) {
       if (!ask[i]) continue;
@@ -61,6 +65,9 @@ Result<void> try_mirrors(std::size_t count, const RetryPolicy& policy,
           return r;
         case MirrorVerdict::retry:
           transient = true;
+          if (r.error().retry_after) {
+            asked_wait = std::max<std::chrono::milliseconds>(asked_wait, *r.error().retry_after);
+          }
           break;
         case MirrorVerdict::next:
           ask[i] = false;

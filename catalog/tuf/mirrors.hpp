@@ -28,6 +28,10 @@ struct RetryPolicy {
   std::uint32_t attempts = 4;
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{5000};
+  // A server that answered a round's try with a Retry-After (Error::retry_after)
+  // is given that long before the next round (if longer than the backoff), but
+  // never more than this; 0 ignores Retry-After. The backoff doubles as usual.
+  std::chrono::seconds max_retry_after{60};
 };
 
 // Polled to stop early; true = stop with Errc::cancelled. Empty = never.

@@ -154,6 +154,72 @@ TEST(TryMirrors, CancelBeforeATryOrDuringTheBackoffStops) {
   EXPECT_EQ(tries.load(), 1);
 }
 
+// A mirror that answers "network" with a Retry-After the first `busy` times.
+struct BusyMirror {
+  int busy;
+  std::chrono::seconds after;
+  std::vector<std::chrono::steady_clock::time_point> tries;
+  Result<void> operator()(std::size_t) {
+    tries.push_back(std::chrono::steady_clock::now());
+    if (static_cast<int>(tries.size()) > busy) return {};
+    Error e{Errc::network, "503"};
+    e.retry_after = after;
+    return std::unexpected(e);
+  }
+};
+
+TEST(TryMirrors, RetryAfterIsWaitedForInsteadOfTheShorterBackoff) {
+  BusyMirror m{1, 1s, {}};
+  ASSERT_TRUE(try_mirrors(1, fast(), {}, std::ref(m)));
+  ASSERT_EQ(m.tries.size(), 2U);
+  EXPECT_GE(m.tries[1] - m.tries[0], 1s);  // the backoff alone is 1 ms
+}
+
+TEST(TryMirrors, RetryAfterIsCappedAndCanBeIgnored) {
+  // Five minutes asked, one second allowed: the retry comes after the cap. A
+  // cancel after 60 s turns an ignored cap into a failure rather than a hang.
+  const auto start = std::chrono::steady_clock::now();
+  const CancelPredicate patience = [&] { return std::chrono::steady_clock::now() - start > 60s; };
+  BusyMirror capped{1, std::chrono::minutes(5), {}};
+  RetryPolicy policy = fast();
+  policy.max_retry_after = 1s;
+  ASSERT_TRUE(try_mirrors(1, policy, patience, std::ref(capped)));
+  ASSERT_EQ(capped.tries.size(), 2U);
+  EXPECT_GE(capped.tries[1] - capped.tries[0], 1s);
+
+  BusyMirror ignored{2, std::chrono::minutes(5), {}};
+  policy.max_retry_after = 0s;
+  ASSERT_TRUE(try_mirrors(1, policy, patience, std::ref(ignored)));
+  EXPECT_EQ(ignored.tries.size(), 3U);
+}
+
+TEST(TryMirrors, CancelDuringARetryAfterWaitStops) {
+  std::atomic<bool> cancel{false};
+  std::atomic<int> tries{0};
+  auto done = std::async(std::launch::async, [&] {
+    return try_mirrors(
+        1, fast(), [&] { return cancel.load(); },
+        [&](std::size_t) -> Result<void> {
+          ++tries;
+          Error e{Errc::network, "503"};
+          e.retry_after = std::chrono::minutes(5);
+          return std::unexpected(e);
+        });
+  });
+  // Cancel once the first try has failed: what follows is the Retry-After wait.
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (tries.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_EQ(tries.load(), 1);
+  cancel = true;
+  ASSERT_EQ(done.wait_for(10s), std::future_status::ready) << "the Retry-After wait ignored cancel";
+  auto r = done.get();
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, Errc::cancelled);
+  EXPECT_EQ(tries.load(), 1);
+}
+
 TEST(WaitUnlessCancelled, WaitsTheDurationOrStopsOnCancel) {
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(wait_unless_cancelled(20ms, {}));
