@@ -65,6 +65,12 @@ void log_config(const config::Config& cfg) {
             cfg.paths.config_dir.string(), cfg.paths.state_dir.string(),
             cfg.paths.cache_dir.string(), cfg.daemon.idle_timeout.count(),
             cfg.daemon.refresh_interval.count());
+  const auto& f = cfg.daemon.fetch;
+  log::info(
+      "fetch: connect timeout {} s, low speed {} B/s for {} s, transfer timeout {} s, {} "
+      "attempt(s), Retry-After up to {} s",
+      f.connect_timeout.count(), f.low_speed_limit_bytes, f.low_speed_time.count(),
+      f.transfer_timeout.count(), f.attempts, f.max_retry_after.count());
   if (cfg.remotes.empty()) log::warn("config: no remotes configured; nothing can be installed");
   for (const auto& r : cfg.remotes) {
     log::info("remote {}: {}{}, priority {}, {} mirror(s){}", r.name, r.primary.metadata_url,
@@ -218,9 +224,14 @@ int main(int argc, char** argv) {
   bopts.roots.sysfs = cfg->paths.sysfs_root;
   bopts.roots.procfs = cfg->paths.procfs_root;
   bopts.roots.system = cfg->paths.library_root;
-  bopts.fetcher_factory = [](const config::Remote& remote) {
+  bopts.fetcher_factory = [fetch = cfg->daemon.fetch](const config::Remote& remote) {
     net::CurlFetcherOptions o;
     o.allow_http = remote.allow_http;
+    o.ca_file = remote.ca_file.string();
+    o.connect_timeout_ms = static_cast<long>(fetch.connect_timeout.count()) * 1000;
+    o.low_speed_bytes_per_s = static_cast<long>(fetch.low_speed_limit_bytes);
+    o.low_speed_time_s = static_cast<long>(fetch.low_speed_time.count());
+    o.total_timeout_ms = static_cast<long>(fetch.transfer_timeout.count()) * 1000;
     return std::make_unique<net::CurlFetcher>(o);
   };
 

@@ -33,6 +33,12 @@ constexpr std::uint64_t kMinRefreshInterval = 60;        // when not 0
 constexpr std::uint64_t kMaxRefreshInterval = 31536000;  // a year
 constexpr std::uint64_t kMaxSessionsPerClient = 4096;
 constexpr std::uint64_t kMaxJobsPerClient = 256;
+constexpr std::uint64_t kMaxConnectTimeout = 300;
+constexpr std::uint64_t kMaxLowSpeedLimit = std::uint64_t{1} << 30;
+constexpr std::uint64_t kMaxLowSpeedTime = 3600;
+constexpr std::uint64_t kMaxTransferTimeout = 86400;
+constexpr std::uint64_t kMaxFetchAttempts = 16;
+constexpr std::uint64_t kMaxRetryAfter = 3600;
 constexpr int kMinPriority = -1000;
 constexpr int kMaxPriority = 1000;
 constexpr std::size_t kMaxBusAddressBytes = 4096;
@@ -348,6 +354,39 @@ Result<std::string> check_url(std::string_view url, bool allow_http) {
 
 // ---- sections ------------------------------------------------------------------
 
+// One of the [daemon] fetch keys applied to `f`; nullopt if `e` is not one.
+std::optional<Result<void>> apply_fetch_key(const Entry& e, const std::string& prefix,
+                                            FetchSettings& f) {
+  struct Key {
+    std::string_view name;
+    std::uint64_t min;
+    std::uint64_t max;
+    std::function<void(std::uint64_t)> set;
+  };
+  const Key keys[] = {
+      {"connect_timeout_sec", 1, kMaxConnectTimeout,
+       [&](std::uint64_t v) { f.connect_timeout = std::chrono::seconds(v); }},
+      {"low_speed_limit_bytes", 0, kMaxLowSpeedLimit,
+       [&](std::uint64_t v) { f.low_speed_limit_bytes = v; }},
+      {"low_speed_time_sec", 1, kMaxLowSpeedTime,
+       [&](std::uint64_t v) { f.low_speed_time = std::chrono::seconds(v); }},
+      {"transfer_timeout_sec", 0, kMaxTransferTimeout,
+       [&](std::uint64_t v) { f.transfer_timeout = std::chrono::seconds(v); }},
+      {"fetch_attempts", 1, kMaxFetchAttempts,
+       [&](std::uint64_t v) { f.attempts = static_cast<std::uint32_t>(v); }},
+      {"max_retry_after_sec", 0, kMaxRetryAfter,
+       [&](std::uint64_t v) { f.max_retry_after = std::chrono::seconds(v); }},
+  };
+  for (const Key& k : keys) {
+    if (e.key != k.name) continue;
+    auto v = uint_in(e.value, k.min, k.max, prefix);
+    if (!v) return Result<void>(std::unexpected(v.error()));
+    k.set(*v);
+    return Result<void>();
+  }
+  return std::nullopt;
+}
+
 Result<void> apply_daemon_section(const Section& section, const std::string& file,
                                   DaemonSettings& d) {
   for (const Entry& e : section.entries) {
@@ -384,6 +423,8 @@ Result<void> apply_daemon_section(const Section& section, const std::string& fil
       auto v = parse_log_level(e.value);
       if (!v) return fail(Errc::bad_field, prefix + v.error().message);
       d.log_level = *v;
+    } else if (auto fetch = apply_fetch_key(e, prefix, d.fetch)) {
+      if (!*fetch) return std::unexpected(fetch->error());
     } else {
       return fail(Errc::bad_field, prefix + "unknown key in [daemon]");
     }
@@ -398,6 +439,7 @@ Result<Remote> parse_remote_section(const Section& section, const std::string& f
   const Entry* targets_url = nullptr;
   const Entry* mirrors = nullptr;
   const Entry* trusted_root = nullptr;
+  const Entry* ca_file = nullptr;
   Remote r;
   for (const Entry& e : section.entries) {
     const std::string prefix = at_key(file, e);
@@ -411,6 +453,8 @@ Result<Remote> parse_remote_section(const Section& section, const std::string& f
       mirrors = &e;
     } else if (e.key == "trusted_root") {
       trusted_root = &e;
+    } else if (e.key == "ca_file") {
+      ca_file = &e;
     } else if (e.key == "allow_http") {
       auto v = parse_bool(e.value, prefix);
       if (!v) return std::unexpected(v.error());
@@ -476,17 +520,24 @@ Result<Remote> parse_remote_section(const Section& section, const std::string& f
     }
   }
 
-  const std::string& root = trusted_root->value;
-  if (root.empty()) {
-    return fail(Errc::bad_field, at_key(file, *trusted_root) + "empty path");
+  // Paths: non-empty, bounded, relative ones against config_dir.
+  const auto path = [&](const Entry& e) -> Result<fs::path> {
+    if (e.value.empty()) return fail(Errc::bad_field, at_key(file, e) + "empty path");
+    if (e.value.size() > kMaxPathBytes) {
+      return fail(Errc::bad_field,
+                  at_key(file, e) + "path longer than " + std::to_string(kMaxPathBytes) + " bytes");
+    }
+    const fs::path p(e.value);
+    return p.is_absolute() ? p : (config_dir / p).lexically_normal();
+  };
+  auto root = path(*trusted_root);
+  if (!root) return std::unexpected(root.error());
+  r.trusted_root = std::move(*root);
+  if (ca_file != nullptr) {
+    auto ca = path(*ca_file);
+    if (!ca) return std::unexpected(ca.error());
+    r.ca_file = std::move(*ca);
   }
-  if (root.size() > kMaxPathBytes) {
-    return fail(Errc::bad_field, at_key(file, *trusted_root) + "path longer than " +
-                                     std::to_string(kMaxPathBytes) + " bytes");
-  }
-  const fs::path root_path(root);
-  r.trusted_root =
-      root_path.is_absolute() ? root_path : (config_dir / root_path).lexically_normal();
   return r;
 }
 
@@ -618,7 +669,15 @@ std::string usage() {
          "                      idle_timeout_sec of epbroker.conf)\n"
          "  --log-level LEVEL   trace, debug, info, warn or error (overrides log_level)\n"
          "  -h, --help          print this help and exit\n"
-         "  --version           print the version and exit\n";
+         "  --version           print the version and exit\n"
+         "\n"
+         "epbroker.conf [daemon] keys: idle_timeout_sec, refresh_interval_sec,\n"
+         "max_sessions_per_client, max_jobs_per_client, install_group, log_level; for\n"
+         "fetching: connect_timeout_sec (default 10), low_speed_limit_bytes (1024) and\n"
+         "low_speed_time_sec (30): slower transfers are aborted, transfer_timeout_sec\n"
+         "(300, 0 = none), fetch_attempts (4), max_retry_after_sec (60: longest\n"
+         "Retry-After honoured). remotes.d/*.conf [remote] keys: name, metadata_url,\n"
+         "targets_url, mirrors, trusted_root, allow_http, ca_file, priority, enabled.\n";
 }
 
 Result<Options> parse_command_line(int argc, const char* const* argv) {

@@ -31,6 +31,19 @@
 //                           resolves it when asked (an unknown group grants nothing)
 //   log_level               trace | debug | info | warn | error; default info
 //
+// [daemon] keys for fetching from remotes (metadata and packages; all optional):
+//   connect_timeout_sec     name lookup + TCP + TLS of one connection; 1..300, default 10
+//   low_speed_limit_bytes   a transfer slower than this (bytes per second) for
+//                           low_speed_time_sec is aborted (slow-retrieval defence);
+//                           0 = no check; 0..1073741824, default 1024
+//   low_speed_time_sec      1..3600, default 30
+//   transfer_timeout_sec    bound on one transfer (one file or one resumed part);
+//                           0 = none; 0..86400, default 300
+//   fetch_attempts          rounds over a remote's URLs (primary, then mirrors) for
+//                           failures that may pass (network, HTTP 5xx); 1..16, default 4
+//   max_retry_after_sec     a server's Retry-After (503/429) is waited for up to this
+//                           long before the next round; 0 = ignore it; 0..3600, default 60
+//
 // [remote] keys (one catalog per file; files not ending in ".conf" and hidden files are
 // ignored; files are read in name order):
 //   name          required; [a-z0-9][a-z0-9-]{0,31}; unique over all files
@@ -45,8 +58,13 @@
 //                 state of its own); a relative path is relative to config_dir. Its
 //                 existence is not checked here (a disabled remote may lack it).
 //   allow_http    optional bool, default false: without it every URL must be https://
+//   ca_file       optional; PEM bundle of the CAs trusted for this remote's https
+//                 servers instead of the system's; relative to config_dir like
+//                 trusted_root (existence not checked here)
 //   priority      optional int -1000..1000, default 0: when two remotes offer a package
-//                 of the same name, the higher priority wins (ties: name order)
+//                 of the same name, the higher priority wins (ties: name order): the
+//                 name is then that remote's alone; the other's versions are neither
+//                 listed nor installed, not even newer ones
 //   enabled       optional bool, default true; a disabled remote is parsed and checked
 //                 but never refreshed or used
 //
@@ -56,6 +74,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -99,6 +118,18 @@ std::string_view to_string(LogLevel level);
 // Inverse of to_string() (exact, lower case); Errc::bad_field naming the text otherwise.
 Result<LogLevel> parse_log_level(std::string_view text);
 
+// How the daemon fetches (the [daemon] fetch keys, defaults as documented above).
+struct FetchSettings {
+  std::chrono::seconds connect_timeout{10};
+  std::uint64_t low_speed_limit_bytes = 1024;  // 0 = no low-speed check
+  std::chrono::seconds low_speed_time{30};
+  std::chrono::seconds transfer_timeout{300};  // 0 = no bound
+  std::uint32_t attempts = 4;
+  std::chrono::seconds max_retry_after{60};  // 0 = Retry-After ignored
+
+  friend bool operator==(const FetchSettings&, const FetchSettings&) = default;
+};
+
 // The [daemon] section, defaults as documented above.
 struct DaemonSettings {
   std::chrono::seconds idle_timeout{60};         // 0 = never exit when idle
@@ -107,6 +138,7 @@ struct DaemonSettings {
   std::size_t max_jobs_per_client = 8;
   std::string install_group;  // empty = nobody
   LogLevel log_level = LogLevel::info;
+  FetchSettings fetch;
 
   friend bool operator==(const DaemonSettings&, const DaemonSettings&) = default;
 };
@@ -126,6 +158,7 @@ struct Remote {
   std::vector<Mirror> mirrors;         // from `mirrors`, in the order written
   std::filesystem::path trusted_root;  // absolute if config_dir is
   bool allow_http = false;
+  std::filesystem::path ca_file;  // empty = the system's CAs; absolute if config_dir is
   int priority = 0;
   bool enabled = true;
   std::filesystem::path source;  // the file it was read from (for messages)

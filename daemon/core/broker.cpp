@@ -44,6 +44,20 @@ catalog::MachineInfo machine_info(const std::vector<hardware::Device>& devices,
   return m;
 }
 
+// Keeps, for each package name, only the entries of the first remote (in
+// `entries`' order: remote priority) that lists it: a name belongs to the
+// highest-priority remote offering it, so a lower one cannot take it over with
+// a higher version or shadow it with an incompatible one.
+std::vector<CatalogEntry> drop_shadowed(std::vector<CatalogEntry> entries) {
+  std::map<std::string, std::string> owner;  // name -> remote
+  std::vector<CatalogEntry> out;
+  for (auto& e : entries) {
+    const auto [it, first] = owner.emplace(e.meta.name, e.remote);
+    if (first || it->second == e.remote) out.push_back(std::move(e));
+  }
+  return out;
+}
+
 nlohmann::json entry_json(const CatalogEntry& e) {
   return {{"remote", e.remote},
           {"target_path", e.target_path},
@@ -137,7 +151,7 @@ void Broker::load_catalog_cache() {
     revision_ = std::max<std::uint64_t>(revision_, (*doc).value("revision", 0ULL));
     expires_ = (*doc).value("expires", "");
   }
-  catalog_ = std::move(entries);
+  catalog_ = drop_shadowed(std::move(entries));
   // The last refresh is when the oldest enabled remote's catalog.json was written
   // (every remote is refreshed together); none yet, or a remote never refreshed:
   // no time, so an automatic refresh is due at once.
@@ -448,11 +462,13 @@ catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config
   u.metadata_base_url = r.primary.metadata_url;
   u.target_base_url = r.primary.targets_url;
   for (const auto& m : r.mirrors) u.mirrors.push_back({m.metadata_url, m.targets_url});
-  // Transient failures: up to 4 rounds over the mirrors, 200 ms doubling to 5 s
-  // between them; an interrupted target resumes from its partial file.
-  u.retry = {.attempts = 4,
+  // Transient failures: fetch_attempts rounds over the mirrors (default 4), 200 ms
+  // doubling to 5 s between them, or what a 503's Retry-After asks (capped); an
+  // interrupted target resumes from its partial file.
+  u.retry = {.attempts = c.daemon.fetch.attempts,
              .initial_backoff = std::chrono::milliseconds(200),
-             .max_backoff = std::chrono::seconds(5)};
+             .max_backoff = std::chrono::seconds(5),
+             .max_retry_after = c.daemon.fetch.max_retry_after};
   u.cancel = [&job] { return job.cancel_requested(); };
   u.target_dir = c.paths.cache_dir / "downloads" / r.name;
   return u;
@@ -628,31 +644,47 @@ Result<std::vector<CatalogEntry>> Broker::refresh_remote(const config::Remote& r
 
 void Broker::run_refresh(std::shared_ptr<Job> job) {
   job->set_state(JobState::downloading);
-  std::vector<CatalogEntry> all;
+  // Remotes in priority order. A remote whose refresh fails (unreachable, or
+  // serving something its trusted metadata refuses) keeps what it listed
+  // before: one bad remote neither empties nor freezes the others' catalogs.
+  std::vector<std::vector<CatalogEntry>> fresh;
   std::optional<catalog::Error> first_error;
+  bool any_ok = false;
   for (const auto& remote : options_.config.remotes) {
     if (!remote.enabled) continue;
     auto entries = refresh_remote(remote, *job);
-    if (!entries) {
-      if (!first_error) first_error = entries.error();
+    if (entries) {
+      any_ok = true;
+      fresh.push_back(std::move(*entries));
       continue;
     }
-    all.insert(all.end(), entries->begin(), entries->end());
-  }
-  if (first_error) {
-    job->fail(*first_error);
-    return;
+    if (!first_error) {
+      first_error = entries.error();
+      first_error->message = "remote " + remote.name + ": " + first_error->message;
+    }
+    std::vector<CatalogEntry> kept;
+    std::lock_guard lock(mu_);
+    for (const auto& e : catalog_) {
+      if (e.remote == remote.name) kept.push_back(e);
+    }
+    fresh.push_back(std::move(kept));
   }
   std::uint64_t rev = 0;
-  {
+  if (any_ok || !first_error) {
+    std::vector<CatalogEntry> all;
+    for (auto& list : fresh) std::move(list.begin(), list.end(), std::back_inserter(all));
     std::lock_guard lock(mu_);
-    catalog_ = std::move(all);
+    catalog_ = drop_shadowed(std::move(all));
     rev = revision_;
-    last_refresh_ = std::chrono::system_clock::now();
+    if (!first_error) last_refresh_ = std::chrono::system_clock::now();
   }
-  invalidate_providers();
-  job->succeed();
-  if (listener_) {
+  if (any_ok || !first_error) invalidate_providers();
+  if (first_error) {
+    job->fail(*first_error);
+  } else {
+    job->succeed();
+  }
+  if (listener_ && (any_ok || !first_error)) {
     listener_->catalog_changed(rev);
     listener_->providers_changed();
   }

@@ -127,6 +127,70 @@ TEST_F(ConfigTest, RefreshIntervalZeroAndEmptyInstallGroupAreAccepted) {
   EXPECT_EQ(c.daemon.install_group, "");
 }
 
+TEST_F(ConfigTest, FetchKeysHaveTheDocumentedDefaultsAndAreRead) {
+  const FetchSettings d;
+  EXPECT_EQ(d.connect_timeout, std::chrono::seconds(10));
+  EXPECT_EQ(d.low_speed_limit_bytes, 1024u);
+  EXPECT_EQ(d.low_speed_time, std::chrono::seconds(30));
+  EXPECT_EQ(d.transfer_timeout, std::chrono::seconds(300));
+  EXPECT_EQ(d.attempts, 4u);
+  EXPECT_EQ(d.max_retry_after, std::chrono::seconds(60));
+  EXPECT_EQ(DaemonSettings{}.fetch, d);
+
+  write("epbroker.conf",
+        "[daemon]\n"
+        "connect_timeout_sec = 1\n"
+        "low_speed_limit_bytes = 0\n"
+        "low_speed_time_sec = 3600\n"
+        "transfer_timeout_sec = 0\n"
+        "fetch_attempts = 16\n"
+        "max_retry_after_sec = 0\n");
+  const FetchSettings f = load_ok().daemon.fetch;
+  EXPECT_EQ(f.connect_timeout, std::chrono::seconds(1));
+  EXPECT_EQ(f.low_speed_limit_bytes, 0u);
+  EXPECT_EQ(f.low_speed_time, std::chrono::seconds(3600));
+  EXPECT_EQ(f.transfer_timeout, std::chrono::seconds(0));
+  EXPECT_EQ(f.attempts, 16u);
+  EXPECT_EQ(f.max_retry_after, std::chrono::seconds(0));
+}
+
+TEST_F(ConfigTest, FetchKeysOutOfRangeNameFileLineAndKey) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"connect_timeout_sec = 0", "connect_timeout_sec: expected an integer in 1..300"},
+      {"connect_timeout_sec = 301", "connect_timeout_sec: expected an integer in 1..300"},
+      {"low_speed_limit_bytes = 1073741825", "low_speed_limit_bytes: expected an integer in"},
+      {"low_speed_limit_bytes = -1", "low_speed_limit_bytes: expected"},
+      {"low_speed_time_sec = 0", "low_speed_time_sec: expected an integer in 1..3600"},
+      {"transfer_timeout_sec = 86401", "transfer_timeout_sec: expected an integer in 0..86400"},
+      {"transfer_timeout_sec = 5m", "transfer_timeout_sec: expected an integer"},
+      {"fetch_attempts = 0", "fetch_attempts: expected an integer in 1..16"},
+      {"fetch_attempts = 17", "fetch_attempts: expected an integer in 1..16"},
+      {"max_retry_after_sec = 3601", "max_retry_after_sec: expected an integer in 0..3600"},
+  };
+  for (const auto& [line, says] : cases) {
+    SCOPED_TRACE(line);
+    write("epbroker.conf", "[daemon]\n" + line + "\n");
+    const catalog::Error e = load_error();
+    EXPECT_EQ(e.code, Errc::bad_field) << e.message;
+    EXPECT_THAT(e.message, ::testing::StartsWith(file("epbroker.conf") + ":2: "));
+    EXPECT_THAT(e.message, HasSubstr(says));
+  }
+}
+
+TEST_F(ConfigTest, CaFileIsOptionalAndRelativeToTheConfigDir) {
+  write("remotes.d/a.conf", remote_file("a", "ca_file = certs/a.pem\n"));
+  write("remotes.d/b.conf", remote_file("b", "ca_file = /etc/ssl/b.pem\n"));
+  write("remotes.d/c.conf", remote_file("c"));
+  const Config c = load_ok();
+  ASSERT_EQ(c.remotes.size(), 3u);
+  EXPECT_EQ(c.remotes[0].ca_file, dir_ / "certs/a.pem");
+  EXPECT_EQ(c.remotes[1].ca_file, "/etc/ssl/b.pem");
+  EXPECT_EQ(c.remotes[2].ca_file, "");
+  write("remotes.d/c.conf", remote_file("c", "ca_file =\n"));
+  const catalog::Error e = load_error();
+  EXPECT_THAT(e.message, HasSubstr(file("remotes.d/c.conf") + ":6: ca_file: empty path"));
+}
+
 TEST_F(ConfigTest, LogLevelsRoundTrip) {
   for (const LogLevel l :
        {LogLevel::trace, LogLevel::debug, LogLevel::info, LogLevel::warn, LogLevel::error}) {
