@@ -8,6 +8,7 @@
 //   bus_client ADDRESS call METHOD [ARG]   calls Broker1.METHOD (ARG: its one string
 //                                          argument); prints "ok [RESULT]"
 //   bus_client ADDRESS release PATH        calls Session1.Release on PATH; prints "ok"
+//   bus_client ADDRESS cancel PATH         calls Job1.Cancel on PATH; prints "ok"
 //
 // Errors print "error NAME: MESSAGE" and exit 1; usage errors exit 2.
 #include <sdbus-c++/sdbus-c++.h>
@@ -66,9 +67,11 @@ int call(sdbus::IConnection& conn, const std::string& method,
   return 0;
 }
 
-int release(sdbus::IConnection& conn, const std::string& path) {
+// Release (Session1) or Cancel (Job1) on `path`.
+int on_object(sdbus::IConnection& conn, const std::string& path, const char* interface,
+              const char* method) {
   auto proxy = sdbus::createProxy(conn, kName, path);
-  proxy->callMethod("Release").onInterface("org.epbroker.Session1");
+  proxy->callMethod(method).onInterface(interface);
   std::cout << "ok\n";
   return 0;
 }
@@ -77,7 +80,7 @@ int release(sdbus::IConnection& conn, const std::string& path) {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::cerr << "usage: bus_client ADDRESS session|call|release ...\n";
+    std::cerr << "usage: bus_client ADDRESS session|call|release|cancel ...\n";
     return 2;
   }
   const std::string address = argv[1];
@@ -89,7 +92,12 @@ int main(int argc, char** argv) {
     if (command == "call" && !rest.empty()) {
       return call(*conn, rest[0], std::vector<std::string>(rest.begin() + 1, rest.end()));
     }
-    if (command == "release" && rest.size() == 1) return release(*conn, rest[0]);
+    if (command == "release" && rest.size() == 1) {
+      return on_object(*conn, rest[0], "org.epbroker.Session1", "Release");
+    }
+    if (command == "cancel" && rest.size() == 1) {
+      return on_object(*conn, rest[0], "org.epbroker.Job1", "Cancel");
+    }
   } catch (const sdbus::Error& e) {
     std::cout << "error " << e.getName() << ": " << e.getMessage() << std::endl;
     return 1;

@@ -301,10 +301,11 @@ PrivateBus::PrivateBus(PrivateBusOptions options) : options_(std::move(options))
              "[D-BUS Service]\n"
              "Name=org.epbroker.Broker1\n"
              "Exec=" +
-                 epbrokerd_path().string() + " --bus-address " + address_ + " --config-dir " +
-                 config_dir().string() + " --state-dir " + state_dir().string() + " --cache-dir " +
-                 cache_dir().string() + " --sysfs-root " + options_.sysfs_root.string() +
-                 " --procfs-root " + options_.procfs_root.string() + " --idle-timeout " +
+                 (options_.epbrokerd.empty() ? epbrokerd_path() : options_.epbrokerd).string() +
+                 " --bus-address " + address_ + " --config-dir " + config_dir().string() +
+                 " --state-dir " + state_dir().string() + " --cache-dir " + cache_dir().string() +
+                 " --sysfs-root " + options_.sysfs_root.string() + " --procfs-root " +
+                 options_.procfs_root.string() + " --idle-timeout " +
                  std::to_string(options_.idle_timeout_sec) + "\n");
 
   // 3. The bus: a session-type bus on our socket, open to every uid.
@@ -328,8 +329,8 @@ PrivateBus::PrivateBus(PrivateBusOptions options) : options_(std::move(options))
                  "    <allow own=\"*\"/>\n"
                  "    <allow send_destination=\"*\" eavesdrop=\"true\"/>\n"
                  "    <allow eavesdrop=\"true\"/>\n"
-                 "  </policy>\n"
-                 "</busconfig>\n");
+                 "  </policy>\n" +
+                 options_.extra_bus_config + "</busconfig>\n");
 
   // 4. Start it; it prints its address on fd 3 once it listens.
   int addr_pipe[2];

@@ -108,6 +108,13 @@ struct PrivateBusOptions {
   // [daemon] install_group (without polkit on the bus: root and its members may
   // install and manage); empty = root only.
   std::string install_group;
+  // Extra elements for bus.conf's <busconfig>, e.g. a <limit>. None by default: the
+  // bus runs with dbus-daemon's built-in limits, which are the system bus's (32 MiB
+  // per message, 256 connections per uid, 128 pending replies per connection).
+  std::string extra_bus_config;
+  // The epbrokerd the bus activates; empty = the built one (epbrokerd_path()), e.g.
+  // an ASan build's for the bus fuzzer.
+  std::filesystem::path epbrokerd;
 };
 
 class PrivateBus {

@@ -1,0 +1,36 @@
+// What /proc says about a process (the daemon under attack or load): resident
+// memory and open descriptors, for tests, the bus fuzzer and the load bench.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace tests::daemon {
+
+// VmRSS of `pid` in kB; -1 when the process is gone.
+inline long rss_kb(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+// Open file descriptors of `pid`; -1 when the process is gone.
+inline long fd_count(pid_t pid) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/fd", ec);
+  if (ec) return -1;
+  long n = 0;
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (ec) return -1;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace tests::daemon
