@@ -7,6 +7,9 @@
 #   4. epbrokerd on a private bus: activation, RequestSession vs Ping, idle RSS/wakeups;
 #      a 500 MB package installed by the daemon vs curl + sha256sum + tar (as root,
 #      with Debian's nginx; about 3 GB under $TMPDIR while it runs)
+#   4b. 1,000 clients requesting and releasing sessions for 60 s while an install
+#      runs: calls/s, RequestSession p50/p99/max, errors, daemon RSS and fds, leases
+#      consistent at the end (as root)
 #   5. inference through a broker-registered EP vs the same EP registered directly
 #   6. nothing installed -> first inference vs pip install + Python (the pinned
 #      wheels of requirements-bench-pip.txt, fetched once into the cache), and disk
@@ -38,6 +41,10 @@ fi
 if cmake --build $B --target bench_daemon >/dev/null 2>&1; then
   echo "== daemon"
   ./$B/tests/bench/bench_daemon 2000
+fi
+if cmake --build $B --target bench_load >/dev/null 2>&1; then
+  echo "== 1,000 clients requesting and releasing sessions for 60 s during an install"
+  ./$B/tests/bench/bench_load --clients 1000 --seconds 60
 fi
 if cmake --build $B --target bench_install >/dev/null 2>&1; then
   echo "== install of a 500 MB package"
