@@ -4,7 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
-#include <ctime>
+#include <cstdio>
 
 #include "catalog/canonical_json.hpp"
 #include "catalog/crypto/hash.hpp"
@@ -43,12 +43,17 @@ Result<TimePoint> parse_expires(std::string_view s) {
 }
 
 std::string format_expires(TimePoint t) {
-  // GCC 12 has no std::format; gmtime_r/strftime give the same fixed form.
-  std::time_t tt = t.time_since_epoch().count();
-  std::tm tm{};
-  gmtime_r(&tt, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  // GCC 12 has no std::format. The year is zero-padded to 4 digits, as
+  // parse_expires() requires (strftime's %Y writes year 507 as "507"; found by
+  // tests/fuzz/tuf_metadata).
+  const auto day = std::chrono::floor<std::chrono::days>(t);
+  const std::chrono::year_month_day ymd{day};
+  const std::chrono::hh_mm_ss hms{t - day};
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(ymd.year()),
+                static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()),
+                static_cast<int>(hms.hours().count()), static_cast<int>(hms.minutes().count()),
+                static_cast<int>(hms.seconds().count()));
   return buf;
 }
 
