@@ -55,6 +55,9 @@ PACKAGES=(
   nlohmann-json3-dev libarchive-dev libspdlog-dev libgtest-dev libgmock-dev
   dbus-daemon python3 python3-venv zstd curl ca-certificates unzip patchelf libxml2-utils systemd
   libonnx-testdata mesa-vulkan-drivers libvulkan1 nginx-light
+  # tests/fuzz (libFuzzer): clang >= 19, the first whose __cpp_concepts lets
+  # libstdc++ 12 declare std::expected; libclang-rt-19-dev has libclang_rt.fuzzer.
+  clang-19 libclang-rt-19-dev
 )
 # Node/npm are only needed for `npm pack`; keep any node already installed.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
