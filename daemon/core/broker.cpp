@@ -346,6 +346,12 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
     return inner_.fetch_from(url, offset, max_bytes, start, counted(sink));
   }
 
+  // The length progress is measured against (before the first transfer).
+  void set_total(std::uint64_t total) {
+    total_ = total;
+    step_ = std::max<std::uint64_t>(total / 256, 1);
+  }
+
   // From now on, the bytes of the next transfer also go to `fd` (a pipe the
   // store extracts from), if it starts at the first byte; any other transfer
   // breaks the stream (stream_intact() says false).
@@ -509,6 +515,14 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   if (!info) {
     job->fail(info.error());
     return;
+  }
+  // The catalog this install was chosen from may be older than the metadata just
+  // refreshed (the package re-published since): the signed length now is what
+  // the download, its progress and the stream into the store go by.
+  if (info->length != entry.length) {
+    entry.length = info->length;
+    progress.set_total(entry.length);
+    job->set_progress(0, entry.length);
   }
   // The signed metadata at download time is what the package must match.
   auto meta = catalog::parse_ep_metadata(info->custom);

@@ -42,7 +42,9 @@ struct Remote {
   }
 
   // Packs NAME VERSION (its library says which remote packed it) and adds it.
-  void add(const std::string& pkg, const std::string& version) {
+  void add(const std::string& pkg, const std::string& version) { add_sized(pkg, version, 0); }
+  // The same with a library of `size` bytes (0: the short text).
+  void add_sized(const std::string& pkg, const std::string& version, std::size_t size) {
     nlohmann::json custom = {{"epbroker",
                               {{"schema", 1},
                                {"name", pkg},
@@ -57,7 +59,8 @@ struct Remote {
     auto meta = catalog::parse_ep_metadata(custom);
     ASSERT_TRUE(meta) << meta.error().message;
     const fs::path src = root.parent_path() / ("src-" + name + "-" + pkg);
-    tests::support::write_file(src / "lib/libtest.so", pkg + " from " + name);
+    tests::support::write_file(src / "lib/libtest.so",
+                               size == 0 ? pkg + " from " + name : std::string(size, 'x'));
     const fs::path package = root.parent_path() / (name + "-" + pkg + "-" + version + ".tar.zst");
     ASSERT_TRUE(catalog::package::pack_directory(src, *meta, package));
     auto added = repo.add_target(pkg + "/" + package.filename().string(),
@@ -195,6 +198,26 @@ TEST_F(RemotesTest, ARemoteThatFailsToRefreshKeepsItsListAndDoesNotHoldBackTheOt
   ASSERT_EQ(extra.size(), 1U);
   EXPECT_EQ(extra[0].version, "1.0.0");
   EXPECT_EQ(named("main-ep").size(), 1U);
+}
+
+// The package is re-published (other bytes, other length) after the refresh the
+// install was chosen from: the install job's own refresh finds the new signed
+// length, which the download, the job's BytesTotal and the stream go by.
+TEST_F(RemotesTest, APackageRepublishedSinceTheRefreshIsInstalledByItsNewLength) {
+  main_.add("main-ep", "1.0.0");
+  main_.publish();
+  extra_.publish();
+  start();
+  ASSERT_EQ(refresh().state, JobState::done);
+  const std::uint64_t listed = named("main-ep").at(0).size;
+  main_.add_sized("main-ep", "1.0.0", 200'000);
+  main_.publish();
+
+  const auto job = finish(broker_->ensure_provider(root_, "main-ep").value());
+  ASSERT_EQ(job.state, JobState::done) << job.error->message;
+  EXPECT_NE(job.bytes_total, listed);
+  EXPECT_EQ(job.bytes_total, job.bytes_done);
+  EXPECT_EQ(fs::file_size(named("main-ep").at(0).library_path), 200'000U);
 }
 
 }  // namespace
