@@ -109,12 +109,15 @@ StopReason serve(dbus::Service& service, const sigset_t& sigs, std::chrono::seco
   auto& lifecycle = service.lifecycle();
   // A failed automatic refresh is not retried sooner than this (nor than the interval).
   constexpr std::chrono::seconds kRefreshRetry{3600};
+  // Passes woken by the service come at most this often (see 2. below).
+  constexpr std::chrono::milliseconds kMinPass{20};
   std::optional<Clock::time_point> refresh_tried;
   while (true) {
     service.reap();
-    service.publish_state();
+    const auto state_due = service.publish_state();
     const auto now = Clock::now();
     auto deadline = now + std::chrono::hours(24);
+    if (state_due) deadline = std::min(deadline, *state_due);
     if (watchdog) deadline = std::min(deadline, now + std::chrono::microseconds(watchdog_usec / 2));
     // 1. Automatic refresh: due refresh_interval after the last successful one (at
     //    once when there never was one), on the wall clock, since it spans restarts.
@@ -150,7 +153,15 @@ StopReason serve(dbus::Service& service, const sigset_t& sigs, std::chrono::seco
       }
       deadline = std::min(deadline, std::max(idle_at, now + 1ms));
     }
-    const int sig = wait_signal(sigs, deadline);
+    int sig = wait_signal(sigs, deadline);
+    // 2. A wake-up soon after the last pass waits for kMinPass to end: a pass
+    //    takes the bus connection's lock, and a pass per session opened would
+    //    stall the bus thread under a stream of them. Released sessions are
+    //    reaped at once (their objects should not outlive them); SIGTERM ends
+    //    the wait.
+    while (sig == SIGUSR1 && !service.reap_pending() && Clock::now() < now + kMinPass) {
+      sig = wait_signal(sigs, now + kMinPass);
+    }
     if (sig == SIGTERM || sig == SIGINT) {
       log::info("{} received: stopping", signal_name(sig));
       lifecycle.stop();
@@ -289,7 +300,7 @@ int main(int argc, char** argv) {
 
   // 6. Leave (see the header comment for the order).
   sd_notify(0, "STOPPING=1\nSTATUS=stopping");
-  service.publish_state();  // DaemonState=stopping, while we still own the name
+  service.publish_state(true);  // DaemonState=stopping, while we still own the name
   const bool jobs_ended = reason == StopReason::idle || stop_jobs(**broker, sigs);
   try {
     conn->releaseName(dbus::kBusName);

@@ -21,10 +21,6 @@ constexpr const char* kSessionInterface = "org.epbroker.Session1";
 // Verify re-hashes the whole store: far longer than a method call may take by default.
 constexpr std::uint64_t kVerifyTimeoutUsec = 600ULL * 1000 * 1000;
 
-constexpr int kManagedObjectsAttempts = 50;
-constexpr std::chrono::milliseconds kManagedObjectsPause{20};
-const std::string kNotFoundName(common::bus_error_name(common::BusError::NotFound));
-
 std::string address_from(const ClientOptions& options) {
   if (!options.bus_address.empty()) return options.bus_address;
   const char* env = std::getenv("EPBROKER_BUS_ADDRESS");
@@ -76,21 +72,9 @@ Status Client::status() {
   s.catalog_revision = prop<std::uint64_t>(props, "CatalogRevision", "t");
   s.catalog_expires = prop<std::string>(props, "CatalogExpires", "s");
   // Sessions and jobs are the objects the broker publishes under its root. A
-  // session that just ended stays published until the daemon's main thread
-  // reaps it, moments later; meanwhile its Owner, and so GetManagedObjects,
-  // fails with NotFound: ask again briefly.
-  std::map<sdbus::ObjectPath, std::map<std::string, detail::Dict>> objects;
-  for (int attempt = 1;; ++attempt) {
-    try {
-      objects = conn_->broker->GetManagedObjects();
-      break;
-    } catch (const sdbus::Error& e) {
-      if (attempt >= kManagedObjectsAttempts || e.getName() != kNotFoundName) {
-        throw detail::to_error(e);
-      }
-      std::this_thread::sleep_for(kManagedObjectsPause);
-    }
-  }
+  // session released a moment ago may still be listed: the daemon removes its
+  // object just after the Release reply.
+  const auto objects = checked([&] { return conn_->broker->GetManagedObjects(); });
   for (const auto& [path, interfaces] : objects) {
     if (interfaces.count(kSessionInterface)) ++s.sessions;
     auto job = interfaces.find(kJobInterface);
@@ -154,13 +138,21 @@ std::vector<VerifyResult> Client::verify() {
 }
 
 Session Client::request_session(const SessionOptions& options) {
-  auto [path, dicts] =
-      checked([&] { return conn_->broker->RequestSession(detail::to_options(options)); });
+  // Called by hand rather than through the generated proxy, which would decode
+  // the providers into sdbus::Variants first (see detail::read_providers).
+  auto reply = checked([&] {
+    auto& proxy = conn_->broker->raw();
+    auto call = proxy.createMethodCall(kBrokerInterface, "RequestSession");
+    call << detail::to_options(options);
+    return proxy.callMethod(call);
+  });
+  sdbus::ObjectPath path;
   std::vector<Provider> granted;
-  granted.reserve(dicts.size());
   try {
-    for (const auto& d : dicts) granted.push_back(detail::to_provider(d));
+    checked([&] { reply >> path; });
+    granted = checked([&] { return detail::read_providers(reply); });
   } catch (...) {
+    if (path.empty()) throw;
     Session(conn_, path, {}).release();  // do not leak the lease
     throw;
   }

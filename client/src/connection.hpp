@@ -27,6 +27,8 @@ class BrokerProxy final
  public:
   explicit BrokerProxy(sdbus::IConnection& bus);
   ~BrokerProxy();
+  // For calls made by hand (Client::request_session).
+  sdbus::IProxy& raw() { return getProxy(); }
 
  private:
   void onProvidersChanged() override {}

@@ -1,6 +1,7 @@
 #include "client/src/convert.hpp"
 
 #include <array>
+#include <type_traits>
 #include <utility>
 
 namespace epbroker::detail {
@@ -46,22 +47,104 @@ Device to_device(const Dict& d) {
   return out;
 }
 
+namespace {
+
+// A string the daemon sends as an object path ("o").
+struct PathField {
+  std::string& value;
+};
+
+template <typename T>
+std::string bus_signature() {
+  if constexpr (std::is_same_v<T, PathField>) {
+    return "o";
+  } else {
+    return sdbus::signature_of<T>::str();
+  }
+}
+
+// The one list of a provider dict's known entries: f(key, field) for each, where
+// field is the member to fill (a PathField for an object path).
+template <typename F>
+void for_each_provider_field(Provider& p, F&& f) {
+  f("name", p.name);
+  f("kind", p.kind);
+  f("ep_names", p.ep_names);
+  f("version", p.version);
+  f("vendor", p.vendor);
+  f("state", p.state_name);
+  f("devices", p.devices);
+  f("size", p.size);
+  f("library_path", p.library_path);
+  f("reason", p.reason);
+  f("remote", p.remote);
+  f("job", PathField{p.job});
+  f("ort_min", p.ort_min);
+}
+
+[[noreturn]] void wrong_type(const std::string& key, const std::string& got,
+                             const std::string& want) {
+  throw Error(Errc::protocol, "epbrokerd sent '" + key + "' of type " + got + ", expected " + want +
+                                  " (client and daemon versions differ?)");
+}
+
+}  // namespace
+
 Provider to_provider(const Dict& d) {
   Provider out;
-  out.name = str(d, "name");
-  out.kind = field<std::string>(d, "kind", "s", "execution_provider");
-  out.ep_names = strs(d, "ep_names");
-  out.version = str(d, "version");
-  out.vendor = str(d, "vendor");
-  out.state_name = str(d, "state");
+  for_each_provider_field(out, [&](const char* key, auto&& member) {
+    using T = std::decay_t<decltype(member)>;
+    const std::string sig = bus_signature<T>();
+    if constexpr (std::is_same_v<T, PathField>) {
+      member.value = field<sdbus::ObjectPath>(d, key, "o", sdbus::ObjectPath(member.value));
+    } else {
+      member = field<T>(d, key, sig.c_str(), member);
+    }
+  });
   out.state = parse_provider_state(out.state_name);
-  out.devices = strs(d, "devices");
-  out.size = field<std::uint64_t>(d, "size", "t");
-  out.library_path = str(d, "library_path");
-  out.reason = str(d, "reason");
-  out.remote = str(d, "remote");
-  out.job = field<sdbus::ObjectPath>(d, "job", "o");
-  out.ort_min = str(d, "ort_min");
+  return out;
+}
+
+std::vector<Provider> read_providers(sdbus::Message& m) {
+  std::vector<Provider> out;
+  if (!m.enterContainer("a{sv}")) throw Error(Errc::protocol, "epbrokerd sent no provider list");
+  while (m.enterContainer("{sv}")) {
+    Provider p;
+    while (m.enterDictEntry("sv")) {
+      std::string key;
+      m >> key;
+      std::string type;
+      std::string contents;
+      m.peekType(type, contents);
+      bool known = false;
+      for_each_provider_field(p, [&](const char* name, auto&& member) {
+        if (known || key != name) return;
+        known = true;
+        using T = std::decay_t<decltype(member)>;
+        if (contents != bus_signature<T>()) wrong_type(key, contents, bus_signature<T>());
+        m.enterVariant(contents);
+        if constexpr (std::is_same_v<T, PathField>) {
+          sdbus::ObjectPath path;
+          m >> path;
+          member.value = std::move(path);
+        } else {
+          m >> member;
+        }
+        m.exitVariant();
+      });
+      if (!known) {
+        sdbus::Variant ignored;  // a newer daemon's key: read past it
+        m >> ignored;
+      }
+      m.exitDictEntry();
+    }
+    m.clearFlags();
+    m.exitContainer();
+    p.state = parse_provider_state(p.state_name);
+    out.push_back(std::move(p));
+  }
+  m.clearFlags();
+  m.exitContainer();
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "epbroker/client.hpp"
 
@@ -16,6 +17,10 @@ using Dict = std::map<std::string, sdbus::Variant>;
 
 Device to_device(const Dict& d);
 Provider to_provider(const Dict& d);
+// Reads an aa{sv} of providers at `m`'s read position straight into Providers, by
+// the same rules as to_provider(), without an sdbus::Variant per value (each is a
+// message of its own: decoding through them cost more than the call's round trip).
+std::vector<Provider> read_providers(sdbus::Message& m);
 VerifyResult to_verify_result(const Dict& d);
 
 ProviderState parse_provider_state(const std::string& s);

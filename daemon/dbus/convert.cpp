@@ -33,16 +33,52 @@ Dict to_dict(const hardware::Device& d) {
   return out;
 }
 
+namespace {
+
+// The one list of a provider dict's entries: calls f(key, value) for each, in
+// order, values of their bus types (the optional ones only when set).
+template <typename F>
+void for_each_entry(const core::ProviderView& p, F&& f) {
+  f("name", p.name);
+  f("kind", p.kind);
+  f("ort_min", p.ort_min);
+  f("ep_names", p.ep_names);
+  f("version", p.version);
+  f("vendor", p.vendor);
+  f("state", p.state);
+  f("devices", p.devices);
+  f("size", p.size);
+  f("remote", p.remote);
+  if (!p.library_path.empty()) f("library_path", p.library_path);
+  if (!p.reason.empty()) f("reason", p.reason);
+  if (p.job != 0) f("job", sdbus::ObjectPath(job_path(p.job)));
+}
+
+}  // namespace
+
 Dict to_dict(const core::ProviderView& p) {
-  Dict out{{"name", sdbus::Variant(p.name)},       {"kind", sdbus::Variant(p.kind)},
-           {"ort_min", sdbus::Variant(p.ort_min)}, {"ep_names", sdbus::Variant(p.ep_names)},
-           {"version", sdbus::Variant(p.version)}, {"vendor", sdbus::Variant(p.vendor)},
-           {"state", sdbus::Variant(p.state)},     {"devices", sdbus::Variant(p.devices)},
-           {"size", sdbus::Variant(p.size)},       {"remote", sdbus::Variant(p.remote)}};
-  if (!p.library_path.empty()) out.emplace("library_path", sdbus::Variant(p.library_path));
-  if (!p.reason.empty()) out.emplace("reason", sdbus::Variant(p.reason));
-  if (p.job != 0) out.emplace("job", sdbus::Variant(sdbus::ObjectPath(job_path(p.job))));
+  Dict out;
+  for_each_entry(
+      p, [&](const char* key, const auto& value) { out.emplace(key, sdbus::Variant(value)); });
   return out;
+}
+
+void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers) {
+  m.openContainer("a{sv}");
+  for (const auto& p : providers) {
+    m.openContainer("{sv}");
+    for_each_entry(p, [&](const char* key, const auto& value) {
+      using T = std::decay_t<decltype(value)>;
+      m.openDictEntry("sv");
+      m << key;
+      m.openVariant(sdbus::signature_of<T>::str());
+      m << value;
+      m.closeVariant();
+      m.closeDictEntry();
+    });
+    m.closeContainer();
+  }
+  m.closeContainer();
 }
 
 namespace {

@@ -20,6 +20,9 @@ Dict to_dict(const core::ProviderView& p);
 // than building it). Valid until the next call on this thread.
 const Dict& to_dict_cached(const core::ProviderView& p);
 Dict to_dict(const core::VerifyResult& r);
+// Appends `providers` to `m` as aa{sv}, the same dicts as to_dict() gives, written
+// value by value: no sdbus::Variant (each its own message) is built or copied.
+void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers);
 
 std::string job_path(std::uint64_t id);      // /org/epbroker/Broker1/job/N
 std::string session_path(std::uint64_t id);  // /org/epbroker/Broker1/session/N

@@ -111,14 +111,6 @@ void SessionObject::Release() {
   });
 }
 
-std::string SessionObject::Owner() {
-  return guarded([&] {
-    auto s = service_.broker().sessions().find(id_);
-    if (!s) throw_bus_error({catalog::Errc::not_found, "session ended"});
-    return s->owner.sender;
-  });
-}
-
 // ---- Broker1 ---------------------------------------------------------------------
 
 BrokerObject::BrokerObject(sdbus::IConnection& conn, Service& service)
@@ -225,20 +217,50 @@ core::SessionRequest parse_session_options(const std::map<std::string, sdbus::Va
 
 }  // namespace
 
-std::tuple<sdbus::ObjectPath, Dicts> BrokerObject::RequestSession(
-    const std::map<std::string, sdbus::Variant>& options) {
-  return guarded([&] {
-    const auto call = service_.enter_call(getObject(), "RequestSession", true);
-    const auto request = parse_session_options(options);
-    auto grant = value_or_throw(
-        service_.broker().request_session(Service::context_of(getObject()), request));
-    Dicts providers;
-    for (const auto& p : grant.providers) {
-      if (p.job != 0) service_.publish_job(p.job);
-      providers.push_back(to_dict_cached(p));
+void BrokerObject::RequestSession(sdbus::Result<sdbus::ObjectPath, Dicts>&& result,
+                                  std::map<std::string, sdbus::Variant> options) {
+  // Set once the reply is out: from then on a failure is logged, not answered.
+  bool replied = false;
+  try {
+    guarded([&] {
+      // 1. Admit, validate and grant: a failure here is the reply.
+      const auto call = service_.enter_call(getObject(), "RequestSession", true);
+      const auto request = parse_session_options(options);
+      const auto ctx = Service::context_of(getObject());
+      auto grant = value_or_throw(service_.broker().request_session(ctx, request));
+      try {
+        for (const auto& p : grant.providers) {
+          if (p.job != 0) service_.publish_job(p.job);
+        }
+        // 2. Answer. The owner's next call on the session is dispatched after this
+        //    handler returns, so by then step 3 has registered the object. The
+        //    reply is written here rather than by result.returnResults(): that
+        //    takes the providers as Variants, one message each, built and copied
+        //    per value, which cost more than the rest of the call. The message
+        //    being processed is this method call (sdbus-c++ dispatches it as one).
+        const auto* incoming =
+            static_cast<const sdbus::MethodCall*>(getObject().getCurrentlyProcessedMessage());
+        if (incoming == nullptr) throw std::logic_error("RequestSession outside its dispatch");
+        auto reply = incoming->createReply();
+        reply << sdbus::ObjectPath(session_path(grant.session));
+        append_providers(reply, grant.providers);
+        reply.send();
+      } catch (...) {
+        // Not answered with the session: it must not outlive this call.
+        (void)service_.broker().release_session(ctx, grant.session);
+        throw;
+      }
+      replied = true;
+      // 3. The session object and its InterfacesAdded, off the caller's clock.
+      service_.publish_session(grant.session, ctx);
+    });
+  } catch (const sdbus::Error& e) {
+    if (!replied) {
+      result.returnError(e);
+    } else {
+      log::warn("RequestSession: answered, then failed: {}: {}", e.getName(), e.getMessage());
     }
-    return std::make_tuple(service_.publish_session(grant.session), providers);
-  });
+  }
 }
 
 std::string BrokerObject::Version() { return EPBROKER_VERSION; }
@@ -321,8 +343,17 @@ sdbus::ObjectPath Service::publish_job(std::uint64_t id) {
   return sdbus::ObjectPath(job_path(id));
 }
 
-sdbus::ObjectPath Service::publish_session(std::uint64_t id) {
-  auto object = std::make_unique<SessionObject>(conn_, *this, id);
+void Service::publish_session(std::uint64_t id, const core::RequestContext& owner) {
+  std::unique_ptr<SessionObject> object;
+  try {
+    object = std::make_unique<SessionObject>(conn_, *this, id);
+  } catch (const sdbus::Error& e) {
+    // The owner holds a path with no object: end the lease rather than keep it
+    // until the owner leaves the bus. Its Release then fails with UnknownObject.
+    log::warn("session {}: cannot register its object, ending it: {}", id, e.getMessage());
+    (void)broker_->release_session(owner, id);
+    throw;
+  }
   // The lookup and the lease list only for the debug line: not on every session.
   const auto info =
       spdlog::should_log(spdlog::level::debug) ? broker_->sessions().find(id) : std::nullopt;
@@ -337,7 +368,6 @@ sdbus::ObjectPath Service::publish_session(std::uint64_t id) {
     sessions_.emplace(id, std::move(object));
   }
   wake();
-  return sdbus::ObjectPath(session_path(id));
 }
 
 void Service::retire_session(std::uint64_t id) {
@@ -347,6 +377,11 @@ void Service::retire_session(std::uint64_t id) {
   }
   lifecycle_.touch();
   wake();
+}
+
+bool Service::reap_pending() const {
+  std::lock_guard lock(mu_);
+  return !retired_sessions_.empty();
 }
 
 void Service::reap() {
@@ -394,18 +429,24 @@ std::optional<Service::Clock::time_point> Service::next_reap() const {
   return next;
 }
 
-void Service::publish_state() {
-  const DaemonState now = lifecycle_.state();
-  if (published_state_ == now) return;
-  published_state_ = now;
-  log::debug("state: {}", daemon_state_name(now));
-  if (!root_) return;
+std::optional<Service::Clock::time_point> Service::publish_state(bool now) {
+  const DaemonState state = lifecycle_.state();
+  if (published_state_ == state) return std::nullopt;
+  const auto at = Clock::now();
+  if (!now && published_state_ && at < state_emitted_ + kStateSignalGap) {
+    return state_emitted_ + kStateSignalGap;
+  }
+  published_state_ = state;
+  state_emitted_ = at;
+  log::debug("state: {}", daemon_state_name(state));
+  if (!root_) return std::nullopt;
   try {
     root_->emitPropertiesChangedSignal(org::epbroker::Broker1_adaptor::INTERFACE_NAME,
                                        {"DaemonState"});
   } catch (const sdbus::Error& e) {
     log::warn("cannot signal DaemonState: {}", e.getMessage());
   }
+  return std::nullopt;
 }
 
 bool Service::drain(std::chrono::milliseconds timeout) {

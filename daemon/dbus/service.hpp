@@ -64,16 +64,14 @@ class JobObject final
   std::atomic<bool> finished_{false};
 };
 
-class SessionObject final
-    : public sdbus::AdaptorInterfaces<org::epbroker::Session1_adaptor, sdbus::Properties_adaptor,
-                                      sdbus::ManagedObject_adaptor> {
+class SessionObject final : public sdbus::AdaptorInterfaces<org::epbroker::Session1_adaptor,
+                                                            sdbus::ManagedObject_adaptor> {
  public:
   SessionObject(sdbus::IConnection& conn, Service& service, std::uint64_t id);
   ~SessionObject();
 
  private:
   void Release() override;
-  std::string Owner() override;
 
   Service& service_;
   std::uint64_t id_;
@@ -93,8 +91,10 @@ class BrokerObject final
   void RemoveProvider(const std::string& name) override;
   sdbus::ObjectPath RefreshCatalog() override;
   std::vector<std::map<std::string, sdbus::Variant>> Verify() override;
-  std::tuple<sdbus::ObjectPath, std::vector<std::map<std::string, sdbus::Variant>>> RequestSession(
-      const std::map<std::string, sdbus::Variant>& options) override;
+  // Answers first, then registers the session object (see the XML).
+  void RequestSession(
+      sdbus::Result<sdbus::ObjectPath, std::vector<std::map<std::string, sdbus::Variant>>>&& result,
+      std::map<std::string, sdbus::Variant> options) override;
   std::string Version() override;
   std::string DaemonState() override;
   uint64_t CatalogRevision() override;
@@ -124,17 +124,26 @@ class Service final : public core::BrokerListener {
   [[nodiscard]] CallScope enter_call(sdbus::IObject& object, const char* method, bool starts_work);
 
   sdbus::ObjectPath publish_job(std::uint64_t id);
-  sdbus::ObjectPath publish_session(std::uint64_t id);
-  // Objects cannot be destroyed inside their own callbacks: queued, then reaped.
+  // Registers session `id` (granted to `owner`) and announces it. If that fails,
+  // the session is ended in the broker and the sdbus::Error rethrown.
+  void publish_session(std::uint64_t id, const core::RequestContext& owner);
+  // Objects cannot be destroyed inside their own callbacks: queued, then reaped
+  // by the main loop as soon as it wakes.
   void retire_session(std::uint64_t id);
 
   // ---- main loop side (one thread) ----
   // Destroys retired sessions and finished jobs past their grace period.
   void reap();
+  // Whether ended sessions wait to be reaped.
+  bool reap_pending() const;
   // When reap() has something to do next (a finished job's grace ends), if ever.
   std::optional<Clock::time_point> next_reap() const;
-  // Emits PropertiesChanged(DaemonState) when the state changed since last emitted.
-  void publish_state();
+  // Emits PropertiesChanged(DaemonState) when the state changed since last emitted,
+  // at most every kStateSignalGap unless `now`: a held-back change returns the time
+  // to call again (a stream of sessions flips idle/busy far faster than anyone
+  // needs to hear of it, and each emit takes the bus connection's lock).
+  std::optional<Clock::time_point> publish_state(bool now = false);
+  static constexpr std::chrono::milliseconds kStateSignalGap{20};
   // Processes the calls already queued for this connection: pings our own unique
   // name and waits (at most `timeout`) for the reply, which arrives after every
   // message queued before it has been dispatched. Call after releasing the name,
@@ -174,6 +183,7 @@ class Service final : public core::BrokerListener {
   std::vector<std::uint64_t> retired_sessions_;
   std::function<void()> wake_;
   std::optional<DaemonState> published_state_;  // main loop only
+  Clock::time_point state_emitted_{};           // main loop only
 };
 
 }  // namespace epbrokerd::dbus

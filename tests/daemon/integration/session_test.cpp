@@ -1,10 +1,12 @@
 // Sessions through the bus: RequestSession's providers, the lease against
 // RemoveProvider (Busy), Release, a session ending when its owner leaves the bus
-// (killed with SIGKILL), and a session another client cannot release.
+// (killed with SIGKILL), and a session another client can neither release nor read.
 #include <gtest/gtest.h>
 #include <signal.h>
 
 #include <filesystem>
+#include <map>
+#include <optional>
 
 #include "tests/daemon/integration/fixture.hpp"
 
@@ -26,9 +28,30 @@ void release(sdbus::IConnection& conn, const std::string& session) {
   proxy->callMethod("Release").onInterface(kSessionInterface);
 }
 
-std::string owner_of(sdbus::IConnection& conn, const std::string& session) {
+using Interfaces = std::map<std::string, std::map<std::string, sdbus::Variant>>;
+
+// What GetManagedObjects lists for `session` as seen by `conn` (nullopt: not listed).
+std::optional<Interfaces> listed(sdbus::IConnection& conn, const std::string& session) {
+  auto proxy = sdbus::createProxy(conn, kBrokerName, kBrokerPath);
+  std::map<sdbus::ObjectPath, Interfaces> objects;
+  proxy->callMethod("GetManagedObjects")
+      .onInterface("org.freedesktop.DBus.ObjectManager")
+      .storeResultsTo(objects);
+  auto it = objects.find(sdbus::ObjectPath(session));
+  if (it == objects.end()) return std::nullopt;
+  return it->second;
+}
+
+// Properties.GetAll of Session1 on `session`, called by `conn`.
+std::map<std::string, sdbus::Variant> all_properties(sdbus::IConnection& conn,
+                                                     const std::string& session) {
   auto proxy = sdbus::createProxy(conn, kBrokerName, session);
-  return proxy->getProperty("Owner").onInterface(kSessionInterface).get<std::string>();
+  std::map<std::string, sdbus::Variant> all;
+  proxy->callMethod("GetAll")
+      .onInterface("org.freedesktop.DBus.Properties")
+      .withArguments(std::string(kSessionInterface))
+      .storeResultsTo(all);
+  return all;
 }
 
 TEST_F(CatalogTest, SessionLeasesProvidersUntilReleased) {
@@ -51,7 +74,12 @@ TEST_F(CatalogTest, SessionLeasesProvidersUntilReleased) {
   EXPECT_TRUE(fs::is_regular_file(library)) << library;
   EXPECT_TRUE(library.string().starts_with(bus_->store_dir().string())) << library;
   EXPECT_FALSE(strs(p, "devices").empty());
-  EXPECT_EQ(owner_of(*conn_, session), conn_->getUniqueName());
+  // Listed by the ObjectManager (registered before any next call of ours), with
+  // nothing to read: what it leases was told in the reply alone.
+  const auto entry = listed(*conn_, session);
+  ASSERT_TRUE(entry.has_value()) << session << " not listed by GetManagedObjects";
+  ASSERT_TRUE(entry->contains(kSessionInterface));
+  EXPECT_TRUE(entry->at(kSessionInterface).empty());
   EXPECT_EQ(broker_->DaemonState(), "busy");
 
   // Leased: not removable, the files stay.
@@ -108,11 +136,11 @@ TEST_F(CatalogTest, OwnerLeavingTheBusEndsItsLease) {
       10s))
       << "still " << last_error;
   EXPECT_EQ(str(provider(kTestEp), "state"), "available");
-  EXPECT_TRUE(
-      wait_until([&] { return is_gone(error_name_of([&] { owner_of(*conn_, session); })); }, 10s));
+  EXPECT_TRUE(wait_until([&] { return !listed(*conn_, session).has_value(); }, 10s));
+  EXPECT_TRUE(is_gone(error_name_of([&] { release(*conn_, session); })));
 }
 
-TEST_F(CatalogTest, AnotherClientsSessionCannotBeReleased) {
+TEST_F(CatalogTest, AnotherClientsSessionCannotBeReleasedOrRead) {
   start();
   refresh();
   install(kTestEp);
@@ -128,7 +156,15 @@ TEST_F(CatalogTest, AnotherClientsSessionCannotBeReleased) {
   const auto r = run_command({bus_client_path().string(), bus_->address(), "release", session});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.starts_with("error " + kNotFound)) << r.out << r.err;
-  EXPECT_EQ(owner_of(*other, session), conn_->getUniqueName());
+  // Nor can it read anything about it: no properties, no owner, no leases.
+  EXPECT_TRUE(all_properties(*other, session).empty());
+  EXPECT_FALSE(error_name_of([&] {
+                 auto proxy = sdbus::createProxy(*other, kBrokerName, session);
+                 proxy->getProperty("Owner").onInterface(kSessionInterface);
+               }).empty());
+  const auto seen = listed(*other, session);
+  ASSERT_TRUE(seen.has_value());
+  EXPECT_TRUE(seen->at(kSessionInterface).empty());
 
   release(*conn_, session);
   broker_->RemoveProvider(kTestEp);
