@@ -123,8 +123,16 @@ Broker::~Broker() {
 }
 
 void Broker::spawn(std::function<void()> work) {
+  auto done = std::make_shared<std::atomic<bool>>(false);
   std::lock_guard lock(threads_mu_);
-  threads_.emplace_back([w = std::move(work)] { w(); });
+  // Join the workers whose work has returned (they are at most finishing their
+  // lambda, and take no lock of ours): without this every job ever run kept its
+  // exited thread, and its stack, until the daemon exited.
+  std::erase_if(threads_, [](const Worker& w) { return w.done->load(); });
+  threads_.push_back(Worker{done, std::jthread([w = std::move(work), done] {
+                              w();
+                              done->store(true);
+                            })});
 }
 
 std::vector<hardware::Device> Broker::devices() const { return devices_; }

@@ -159,6 +159,8 @@ class Broker {
   ProviderView view_of(const CatalogEntry* entry,
                        const std::optional<store::InstalledPackage>& installed) const;
   void load_catalog_cache();
+  // Runs `work` on a new worker thread (joined by ~Broker, or by a later spawn()
+  // once it has returned).
   void spawn(std::function<void()> work);
 
   BrokerOptions options_;
@@ -179,8 +181,15 @@ class Broker {
   mutable std::uint64_t views_gen_ = 0;
   JobTable jobs_;
   SessionRegistry sessions_;
+  // A job's worker thread, and whether its work has returned (so joining it is
+  // immediate). spawn() joins and drops the finished ones: an exited thread that
+  // is never joined keeps its stack (8 MiB of address space) mapped.
+  struct Worker {
+    std::shared_ptr<std::atomic<bool>> done;
+    std::jthread thread;
+  };
   std::mutex threads_mu_;
-  std::vector<std::jthread> threads_;
+  std::vector<Worker> threads_;
 };
 
 }  // namespace epbrokerd::core

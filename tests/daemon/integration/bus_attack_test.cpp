@@ -440,6 +440,24 @@ TEST_F(BusAttackTest, ClientsVanishingMidCallLeaveNoSessionOrLease) {
   expect_unharmed(pid);
 }
 
+TEST_F(BusAttackTest, RepeatedJobsLeaveNoThreadBehind) {
+  start();
+  refresh();
+  const pid_t pid = daemon_pid();
+  const long vm_start = vm_kb(pid);
+  const long rss_start = rss_kb(pid);
+  // Each refresh runs on a worker thread of its own. A worker that ended must not
+  // stay unjoined: its stack (8 MiB of address space, what it touched resident)
+  // would stay mapped until the daemon exits.
+  constexpr int kJobs = 64;
+  for (int n = 0; n < kJobs; ++n) refresh();
+  const long vm_end = vm_kb(pid);
+  std::printf("daemon after %d refresh jobs: VmSize %ld -> %ld kB, RSS %ld -> %ld kB\n", kJobs,
+              vm_start, vm_end, rss_start, rss_kb(pid));
+  EXPECT_LT(vm_end - vm_start, kJobs / 4 * 8 * 1024);
+  expect_unharmed(pid);
+}
+
 // A copy of the bus_client that other uids may execute (the build tree may be private).
 fs::path client_for_others(const PrivateBus& bus) {
   const fs::path client = bus.root() / "bin/bus_client";

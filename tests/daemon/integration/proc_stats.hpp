@@ -10,15 +10,22 @@
 
 namespace tests::daemon {
 
-// VmRSS of `pid` in kB; -1 when the process is gone.
-inline long rss_kb(pid_t pid) {
+// A "Vm...:" field of /proc/PID/status in kB; -1 when the process is gone.
+inline long status_kb(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    if (line.rfind(field + ":", 0) == 0) return std::stol(line.substr(field.size() + 1));
   }
   return -1;
 }
+
+// Resident memory (VmRSS) of `pid` in kB; -1 when the process is gone.
+inline long rss_kb(pid_t pid) { return status_kb(pid, "VmRSS"); }
+
+// Address space (VmSize) of `pid` in kB: grows by a thread's whole stack (8 MiB)
+// for every thread that exited but was not joined.
+inline long vm_kb(pid_t pid) { return status_kb(pid, "VmSize"); }
 
 // Open file descriptors of `pid`; -1 when the process is gone.
 inline long fd_count(pid_t pid) {
