@@ -112,6 +112,8 @@ class Fuzzer {
   std::size_t answered_ = 0;
   std::size_t abandoned_ = 0;
   std::size_t unanswered_ = 0;
+  std::size_t dropped_ = 0;  // connections the bus closed
+  std::size_t not_sent_ = 0;
   std::map<std::string, std::size_t> replies_;  // error name or "ok"
   Clock::time_point start_ = Clock::now();
   Clock::time_point last_reply_ = Clock::now();
@@ -210,6 +212,7 @@ bool Fuzzer::send_one(int index) {
   ++sent_;
   if (r < 0) {
     ++replies_[std::string("(not sent: ") + std::to_string(-r) + ")"];
+    ++not_sent_;
     return true;
   }
   pending_.emplace(id, std::move(p));
@@ -250,9 +253,17 @@ bool Fuzzer::run() {
     for (int i = 0; i < kConnections; ++i) {
       int r = 0;
       while ((r = sd_bus_process(conns_[i].bus, nullptr)) > 0) progressed = true;
-      if (r < 0) {
-        findings.push_back("connection " + std::to_string(i) + " failed: " + std::to_string(-r));
-        return true;
+      if (r < 0 || sd_bus_is_open(conns_[i].bus) <= 0) {
+        // The bus dropped us (its calls were answered NoReply, counted above): a
+        // finding; the run goes on with a new connection.
+        if (++dropped_ <= 5) {
+          findings.push_back("connection " + std::to_string(i) + " closed under us after " +
+                             std::to_string(sent_) + " calls (" + std::to_string(r < 0 ? -r : 0) +
+                             ")");
+        }
+        close_connection(i);
+        conns_[i].bus = open_connection();
+        if (!conns_[i].bus) return false;
       }
     }
     if (!warmed && answered_ >= warmup) {
@@ -297,6 +308,8 @@ bool Fuzzer::run() {
   std::printf("\n%zu calls abandoned by closing their connection (%zu closed)\n", abandoned_,
               flags_.calls / kChurnEvery);
   if (unanswered_ > 5) findings.push_back(std::to_string(unanswered_) + " calls unanswered in all");
+  if (dropped_ > 5) findings.push_back(std::to_string(dropped_) + " connections dropped in all");
+  if (not_sent_ > 0) findings.push_back(std::to_string(not_sent_) + " calls sd-bus would not send");
   for (int i = 0; i < kConnections; ++i) close_connection(i);  // every session ends
   return true;
 }

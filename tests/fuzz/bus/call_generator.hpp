@@ -14,7 +14,9 @@
 //       object path with random arguments
 // Random arguments: up to 4 complete types, nested up to 3 deep (arrays, dicts,
 // structs, variants of every basic type but unix fds), strings valid UTF-8 (sd-bus
-// refuses others; the integration test sends those raw).
+// refuses others; the integration test sends those raw). Arrays of up to 300
+// elements and strings of up to 8 KiB only at the top level, so a message stays
+// far below the bus's 32 MiB limit (also tested on its own, in the integration test).
 #pragma once
 
 #include <systemd/sd-bus.h>
@@ -52,7 +54,7 @@ class Generator {
   void known_job(const std::string& path);
 
  private:
-  std::string random_string();
+  std::string random_string(std::uint32_t long_max = 8192);
   std::string random_name();
   std::string random_member();
   std::string random_path();
@@ -60,7 +62,7 @@ class Generator {
   std::string job_path();
   std::string random_type(int depth);
   std::string random_signature();
-  int append_basic(sd_bus_message* m, char type);
+  int append_basic(sd_bus_message* m, char type, int depth);
   int append(sd_bus_message* m, std::string_view type, int depth);
   int append_args(sd_bus_message* m);
   int append_options(sd_bus_message* m);
