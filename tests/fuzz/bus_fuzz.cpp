@@ -14,16 +14,18 @@
 // It checks that every call gets a reply (an error or not) within --timeout-ms,
 // and samples the daemon's RSS (/proc/PID/status VmRSS) and open descriptors
 // (/proc/PID/fd) at the start, after --warmup calls, every --sample-every calls
-// and at the end, once every session is released and the daemon is idle again.
+// and at the end, once every session is released and the daemon is idle again
+// (also VmSize: an exited thread never joined keeps its 8 MiB stack mapped).
 // Findings (exit 1): the daemon's pid changed or it died (a crash), a call went
-// unanswered, RSS grew more than --rss-growth-kb or descriptors more than
-// --fd-growth from the warm-up sample to the end, or (--asan-log-dir) a sanitizer
-// wrote a report. The seed is printed; the same seed sends the same calls (the
-// replies it reacts to can differ with timing).
+// unanswered, the bus closed one of our connections, RSS grew more than
+// --rss-growth-kb (default 16 MiB), VmSize more than --vm-growth-kb (64 MiB) or
+// descriptors more than --fd-growth (8) from the warm-up sample to the end, or
+// (--asan-log-dir) a sanitizer wrote a report. The seed is printed; the same seed sends the same
+// calls (the replies it reacts to can differ with timing).
 //
 // Usage: bus_fuzz [--calls N] [--seed S] [--epbrokerd PATH] [--sample-every N]
-//                 [--warmup N] [--rss-growth-kb K] [--fd-growth N] [--timeout-ms T]
-//                 [--asan-log-dir DIR]
+//                 [--warmup N] [--rss-growth-kb K] [--vm-growth-kb K] [--fd-growth N]
+//                 [--timeout-ms T] [--asan-log-dir DIR]
 // Exit: 0 no finding; 1 findings (listed on stderr); 2 usage or setup failure.
 #include <poll.h>
 #include <systemd/sd-bus.h>
@@ -61,6 +63,7 @@ struct Flags {
   std::size_t sample_every = 100'000;
   std::size_t warmup = 0;  // 0: min(calls / 5, 100,000)
   long rss_growth_kb = 16 * 1024;
+  long vm_growth_kb = 64 * 1024;
   long fd_growth = 8;
   int timeout_ms = 30'000;
   fs::path asan_log_dir;
@@ -91,6 +94,7 @@ class Fuzzer {
   bool run();
   std::vector<std::string> findings;
   long warm_rss = -1;
+  long warm_vm = -1;
   long warm_fds = -1;
 
  private:
@@ -224,9 +228,10 @@ void Fuzzer::sample(const char* what) {
   const double secs = std::chrono::duration<double>(Clock::now() - start_).count();
   std::size_t held = 0;
   for (const auto& c : conns_) held += c.sessions.size();
-  std::printf("%-8s calls %8zu  %6.0f calls/s  RSS %6ld kB  fds %3ld  sessions held %3zu\n", what,
-              answered_, secs > 0 ? static_cast<double>(answered_) / secs : 0.0,
-              tests::daemon::rss_kb(pid_), tests::daemon::fd_count(pid_), held);
+  std::printf(
+      "%-8s calls %8zu  %6.0f calls/s  RSS %6ld kB  VmSize %7ld kB  fds %3ld  sessions held %3zu\n",
+      what, answered_, secs > 0 ? static_cast<double>(answered_) / secs : 0.0,
+      tests::daemon::rss_kb(pid_), tests::daemon::vm_kb(pid_), tests::daemon::fd_count(pid_), held);
 }
 
 bool Fuzzer::run() {
@@ -269,8 +274,10 @@ bool Fuzzer::run() {
     if (!warmed && answered_ >= warmup) {
       warmed = true;
       warm_rss = tests::daemon::rss_kb(pid_);
+      warm_vm = tests::daemon::vm_kb(pid_);
       warm_fds = tests::daemon::fd_count(pid_);
       sample("warm");
+      if (answered_ >= next_sample) next_sample += flags_.sample_every;
     }
     if (answered_ >= next_sample) {
       sample("sample");
@@ -372,10 +379,11 @@ bool setup_store(const PrivateBus& bus) {
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: bus_fuzz [--calls N] [--seed S] [--epbrokerd PATH] [--sample-every N]\n"
-               "                [--warmup N] [--rss-growth-kb K] [--fd-growth N]\n"
-               "                [--timeout-ms T] [--asan-log-dir DIR]\n");
+  std::fprintf(
+      stderr,
+      "usage: bus_fuzz [--calls N] [--seed S] [--epbrokerd PATH] [--sample-every N]\n"
+      "                [--warmup N] [--rss-growth-kb K] [--vm-growth-kb K] [--fd-growth N]\n"
+      "                [--timeout-ms T] [--asan-log-dir DIR]\n");
   return 2;
 }
 
@@ -400,6 +408,8 @@ int main(int argc, char** argv) {
         f.warmup = std::stoul(v);
       else if (a == "--rss-growth-kb")
         f.rss_growth_kb = std::stol(v);
+      else if (a == "--vm-growth-kb")
+        f.vm_growth_kb = std::stol(v);
       else if (a == "--fd-growth")
         f.fd_growth = std::stol(v);
       else if (a == "--timeout-ms")
@@ -433,8 +443,10 @@ int main(int argc, char** argv) {
 
   std::vector<std::string> findings;
   long end_rss = -1;
+  long end_vm = -1;
   long end_fds = -1;
   long warm_rss = -1;
+  long warm_vm = -1;
   long warm_fds = -1;
   {
     tests::daemon::TestCatalog catalog;
@@ -461,6 +473,7 @@ int main(int argc, char** argv) {
     }
     findings = std::move(fuzzer.findings);
     warm_rss = fuzzer.warm_rss;
+    warm_vm = fuzzer.warm_vm;
     warm_fds = fuzzer.warm_fds;
     // Every connection closed: the daemon ends their sessions; jobs finish.
     std::string state;
@@ -472,14 +485,20 @@ int main(int argc, char** argv) {
                          (now ? std::to_string(*now) : std::string("none")));
     }
     end_rss = tests::daemon::rss_kb(*pid);
+    end_vm = tests::daemon::vm_kb(*pid);
     end_fds = tests::daemon::fd_count(*pid);
     std::printf(
-        "end      idle: RSS %ld kB  fds %ld (warm-up: RSS %ld kB, fds %ld; bounds +%ld kB, "
-        "+%ld)\n",
-        end_rss, end_fds, warm_rss, warm_fds, f.rss_growth_kb, f.fd_growth);
+        "end      idle: RSS %ld kB  VmSize %ld kB  fds %ld (warm-up: %ld kB, %ld kB, %ld; bounds "
+        "+%ld kB, +%ld kB, +%ld)\n",
+        end_rss, end_vm, end_fds, warm_rss, warm_vm, warm_fds, f.rss_growth_kb, f.vm_growth_kb,
+        f.fd_growth);
   }  // the daemon gets SIGTERM and exits (LeakSanitizer runs then)
   if (end_rss >= 0 && warm_rss >= 0 && end_rss - warm_rss > f.rss_growth_kb) {
     findings.push_back("RSS grew " + std::to_string(end_rss - warm_rss) + " kB after warm-up");
+  }
+  if (end_vm >= 0 && warm_vm >= 0 && end_vm - warm_vm > f.vm_growth_kb) {
+    // E.g. exited threads never joined: each keeps its 8 MiB stack mapped.
+    findings.push_back("VmSize grew " + std::to_string(end_vm - warm_vm) + " kB after warm-up");
   }
   if (end_fds >= 0 && warm_fds >= 0 && end_fds - warm_fds > f.fd_growth) {
     findings.push_back("fds grew by " + std::to_string(end_fds - warm_fds) + " after warm-up");
