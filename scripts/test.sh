@@ -31,4 +31,10 @@ echo "==> format"
 echo "==> test"
 ctest --test-dir build --output-on-failure -j2 --timeout 600
 
+# libFuzzer smoke: each target of tests/fuzz for 20 s from its seeds, built in
+# build-fuzz/ with clang (ASan+UBSan); fails on any crash, leak, timeout or broken
+# invariant. Long campaigns: tests/fuzz/run --time 1800 --jobs N.
+echo "==> fuzz smoke"
+tests/fuzz/run --build-dir build-fuzz --time 20
+
 echo "==> all checks passed"
