@@ -3,10 +3,11 @@
 //
 // The input is the package file (tar, tar.zst or tar.gz) as it would arrive
 // from a remote. It is put in a memfd and extracted through its /proc/self/fd
-// path, as a package file is, into a staging directory inside a sandbox
-// directory of this process; read_package_manifest() reads it too. Checked
-// after every input (each a finding if broken):
-//   - the sandbox holds nothing but the staging directory (nothing escaped);
+// path, as a package file is, into <sandbox>/up2/up1/staging, where the sandbox
+// is this process's private directory; read_package_manifest() reads it too.
+// Checked after every input (each a finding if broken):
+//   - the sandbox holds nothing but that path (nothing escaped staging, by
+//     "..", links or otherwise, into the three levels above it);
 //   - on failure, staging is empty (extract.hpp's contract);
 //   - on success, staging holds exactly the manifest's files (sizes, modes
 //     0644/0755 as listed) and their parent directories (0755), nothing else,
@@ -80,8 +81,8 @@ void check_tree(const fs::path& staging, const pkg::Manifest& m) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const fs::path sandbox = epbroker_fuzz::process_temp_dir() / "archive";
-  static const fs::path staging = sandbox / "staging";
+  static const fs::path sandbox = epbroker_fuzz::process_temp_dir();
+  static const fs::path staging = sandbox / "up2/up1/staging";
   static const pkg::ExtractLimits limits = [] {
     pkg::ExtractLimits l;
     l.max_file_bytes = std::uint64_t{16} << 20;
@@ -108,12 +109,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const auto sandbox_entries = walk(sandbox);
   for (const auto& [path, mode] : sandbox_entries) {
-    if (path != "staging" && !path.starts_with("staging/"))
+    if (path != "up2" && path != "up2/up1" && path != "up2/up1/staging" &&
+        !path.starts_with("up2/up1/staging/")) {
       finding("written outside staging: " + path);
+    }
   }
   if (!extracted) {
-    if (sandbox_entries.size() != 1)
+    if (sandbox_entries.size() != 3) {
       finding("staging not empty after: " + extracted.error().message);
+    }
   } else {
     check_tree(staging, *extracted);
     if (!manifest || !(*manifest == *extracted)) {
