@@ -3,7 +3,8 @@
 // install of bulk-ep listed) for S seconds while an install runs: bulk-ep (4 MiB)
 // from the catalog's /__trickle__/ targets (80 KiB/s), so it spans most of a 60 s
 // run. Clients are closed loops: RequestSession, then Release of what it granted,
-// then (after --think-ms) again; they are spread over a few threads, each driving
+// then (after --think-ms; the clients' first cycles spread over one think time)
+// again; they are spread over a few threads, each driving
 // its share of connections with raw sd-bus. Prints figures, asserts nothing timed:
 //   sustained calls/s (RequestSession + Release), RequestSession p50/p99/max,
 //   replies by error name, cycles per client (min/max), the daemon's RSS and open
@@ -348,6 +349,15 @@ int main(int argc, char** argv) {
   const double bus_cpu0 = cpu_s(bus_pid);
   t0 = Clock::now();
   std::vector<std::thread> threads;
+  // Client i starts its first cycle i/N of a think time in: clients that all woke
+  // together would keep arriving in waves of N calls.
+  for (std::size_t k = 0; k < workers.size(); ++k) {
+    auto& clients = workers[k].clients;
+    for (std::size_t j = 0; j < clients.size(); ++j) {
+      const auto i = static_cast<long>(j * workers.size() + k);
+      clients[j].next = t0 + std::chrono::milliseconds(i * f.think_ms / f.clients);
+    }
+  }
   for (auto& w : workers) threads.emplace_back([&w] { w.run(); });
   // The load's duration: the install's state read every 200 ms, the daemon sampled
   // at the middle.
