@@ -212,16 +212,22 @@ TEST_F(BusAttackTest, OversizedArraysDictsAndStringsAreRefusedWithBoundedMemory)
       EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(*name); }), kInvalid);
     }
   };
-  round();
-  const long rss_one = rss_kb(pid);
-  for (int r = 0; r < 4; ++r) round();
-  const long rss_five = rss_kb(pid);
-  std::printf("daemon RSS: %ld kB at start, %ld kB after 1 round, %ld kB after 5; fds %ld -> %ld\n",
-              rss_start, rss_one, rss_five, fds_start, fd_count(pid));
-  // Each round passes ~70 MiB of arguments through the daemon: what a round left
-  // resident (the allocator's cache of freed blocks) is not kept again per round.
-  EXPECT_LT(rss_one, rss_start + 3 * static_cast<long>(kBusMessageLimit >> 10));
-  EXPECT_LT(rss_five, rss_one + 8 * 1024);
+  // Each round passes ~150 MiB of arguments through the daemon. What stays resident
+  // after a round is the allocator's cache of freed blocks (how much varies from
+  // run to run: 12 to 45 MB seen), never the rounds' sum: at most three of the
+  // largest messages' worth over the start, after every round. (Under ASan the
+  // quarantine of freed blocks is resident too: not checked.)
+  std::string after;
+  for (int r = 0; r < 5; ++r) {
+    round();
+    const long rss = rss_kb(pid);
+    after += (r ? ", " : "") + std::to_string(rss);
+    if (!under_asan(pid)) {
+      EXPECT_LT(rss, rss_start + 3 * static_cast<long>(kBusMessageLimit >> 10)) << "round " << r;
+    }
+  }
+  std::printf("daemon RSS: %ld kB at start, after each round %s kB; fds %ld -> %ld\n", rss_start,
+              after.c_str(), fds_start, fd_count(pid));
   EXPECT_EQ(fd_count(pid), fds_start);
 
   // Beyond the bus's limit the message never reaches the daemon: dbus-daemon
@@ -454,7 +460,9 @@ TEST_F(BusAttackTest, RepeatedJobsLeaveNoThreadBehind) {
   const long vm_end = vm_kb(pid);
   std::printf("daemon after %d refresh jobs: VmSize %ld -> %ld kB, RSS %ld -> %ld kB\n", kJobs,
               vm_start, vm_end, rss_start, rss_kb(pid));
-  EXPECT_LT(vm_end - vm_start, kJobs / 4 * 8 * 1024);
+  if (!under_asan(pid)) {  // (ASan's own mappings grow VmSize)
+    EXPECT_LT(vm_end - vm_start, kJobs / 4 * 8 * 1024);
+  }
   expect_unharmed(pid);
 }
 

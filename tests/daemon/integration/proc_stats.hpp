@@ -40,4 +40,16 @@ inline long fd_count(pid_t pid) {
   return n;
 }
 
+// Whether `pid` runs with AddressSanitizer (GCC links libasan dynamically): its
+// RSS and VmSize then include ASan's shadow memory and quarantine of freed blocks,
+// so bounds on them say nothing about the daemon's own memory.
+inline bool under_asan(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("/libasan.so") != std::string::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace tests::daemon
