@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The full check, as CI runs it (.ci/run): bootstrap the machine, configure and build
-# build/ with warnings as errors, check formatting, run the whole test suite.
+# build/ with warnings as errors, check formatting, run the whole test suite, then
+# build build-asan/ and run the suite again under AddressSanitizer + UBSan.
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -30,6 +31,10 @@ echo "==> format"
 
 echo "==> test"
 ctest --test-dir build --output-on-failure -j2 --timeout 600
+
+# The whole suite again in build-asan/ under ASan+LSan+UBSan, child processes
+# included; fails on any sanitizer report (scripts/test-asan.sh says how).
+./scripts/test-asan.sh
 
 # libFuzzer smoke: each target of tests/fuzz for 20 s from its seeds, built in
 # build-fuzz/ with clang (ASan+UBSan); fails on any crash, leak, timeout or broken

@@ -1,11 +1,16 @@
 // Bus activation of epbrokerd on a private dbus-daemon: the first call starts it,
 // ListDevices over the live system and over the recorded machine trees, idle exit
-// and re-activation.
+// and re-activation; the sanitizer settings reach the activated daemon.
 #include <gtest/gtest.h>
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "tests/daemon/integration/fixture.hpp"
 
@@ -181,6 +186,48 @@ TEST_F(BrokerTest, DoesNotExitWhileASessionIsHeld) {
   auto proxy = sdbus::createProxy(*conn_, kBrokerName, session);
   proxy->callMethod("Release").onInterface(kSessionInterface);
   EXPECT_TRUE(wait_until([&] { return !bus_->broker_running(); }, 15s));
+}
+
+// ---- the sanitizer build --------------------------------------------------------------
+
+// The value of the variable `name` in /proc/PID/environ, if it is set there.
+std::optional<std::string> environ_of(pid_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/environ", std::ios::binary);
+  for (std::string entry; std::getline(in, entry, '\0');) {
+    if (entry.starts_with(name + "=")) return entry.substr(name.size() + 1);
+  }
+  return std::nullopt;
+}
+
+// scripts/test-asan.sh makes every finding fatal and has each process write its
+// report to a file it checks after ctest: that holds for epbrokerd only if the
+// private dbus-daemon hands the test's environment on to the daemon it activates
+// (a finding would otherwise reach only bus.log, and LeakSanitizer would not know
+// its suppressions). In a sanitized build the daemon must be instrumented too.
+TEST_F(BrokerTest, ActivatedDaemonGetsTheSanitizerSettingsOfTheTest) {
+  std::vector<std::string> names;
+  for (const char* name : {"ASAN_OPTIONS", "LSAN_OPTIONS", "UBSAN_OPTIONS"}) {
+    if (std::getenv(name) != nullptr) names.emplace_back(name);
+  }
+#ifndef __SANITIZE_ADDRESS__
+  if (names.empty()) GTEST_SKIP() << "not a sanitizer run (no ASAN_OPTIONS etc. set)";
+#endif
+  start({}, /*with_catalog=*/false);
+  ASSERT_FALSE(broker_->ListDevices().empty());  // activates
+  const auto pid = bus_->broker_pid();
+  ASSERT_TRUE(pid.has_value());
+  for (const auto& name : names) {
+    EXPECT_EQ(environ_of(*pid, name), std::optional<std::string>(std::getenv(name.c_str())))
+        << name;
+  }
+#ifdef __SANITIZE_ADDRESS__
+  std::ifstream maps("/proc/" + std::to_string(*pid) + "/maps");
+  bool asan = false;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("/libasan.so") != std::string::npos) asan = true;
+  }
+  EXPECT_TRUE(asan) << "this test is built with ASan, epbrokerd is not";
+#endif
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The whole test suite once more under AddressSanitizer (with LeakSanitizer) and
+# UndefinedBehaviorSanitizer; scripts/test.sh runs it after the normal suite.
+#
+#   1. configure and build build-asan/: -DEPBROKER_SANITIZE=address,undefined (every
+#      project target: libraries, tools, epbrokerd, test-ep, tests), Debug at -O1 -g,
+#      warnings as errors;
+#   2. ctest there with every finding fatal (halt_on_error, no UBSan recovery) and each
+#      process's report written to build-asan/sanitizer-reports/<tool>.<exe>.<pid>:
+#      the child processes the tests start (epbrokerd activated by the private
+#      dbus-daemon, which hands its own environment to what it activates; epbrokerctl,
+#      epbroker-run, epbroker-publish, helpers run as other uids) inherit the same
+#      settings, and their reports would otherwise only reach a log nobody reads;
+#   3. fail if any report file exists, printing them all.
+#
+# Third-party code is uninstrumented; what of it LeakSanitizer or UBSan must ignore is
+# listed, with reasons, in tests/sanitizers/*.supp (never the project's own code).
+# Tests labelled no_asan are not run here (none at present; add the label only for a
+# test that cannot work under ASan, e.g. one measuring memory, and say why in its
+# CMakeLists.txt).
+#
+# Usage: scripts/test-asan.sh [CTEST_ARGS...]   (e.g. -R daemon_integration)
+# Needs the bootstrap done (scripts/bootstrap.sh). EPBROKER_ASAN_BUILD_DIR overrides
+# build-asan.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=/dev/null
+source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
+
+build=${EPBROKER_ASAN_BUILD_DIR:-build-asan}
+if [[ -f $build/CMakeCache.txt ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$build/CMakeCache.txt"; then
+  echo "test-asan.sh: $build/ was configured with another generator; remove it" >&2
+  exit 1
+fi
+
+echo "==> configure $build (ASan+UBSan)"
+cmake -S . -B "$build" -G Ninja \
+  -DEPBROKER_WERROR=ON \
+  -DEPBROKER_SANITIZE=address,undefined \
+  -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
+  -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
+  -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" \
+  -DEPBROKER_PYTHON="$EPBROKER_PYTHON"
+
+echo "==> build $build"
+cmake --build "$build" -j"$(nproc)"
+
+reports=$(realpath "$build")/sanitizer-reports
+supp=$PWD/tests/sanitizers
+rm -rf "$reports"
+mkdir -p "$reports"
+chmod 1777 "$reports"  # tests run some children as other uids (setpriv)
+
+# ':'-separated, no ':' in paths (tests/sanitizers/ubsan_report_path.cpp reads log_path).
+# Full allocation stacks (fast_unwind_on_malloc=0, deep enough to get out of ONNX
+# Runtime) let the LSan suppressions name third-party functions instead of whole
+# libraries; they cost about 4x in test time.
+common="halt_on_error=1:abort_on_error=1:log_exe_name=1"
+export ASAN_OPTIONS="$common:log_path=$reports/asan:detect_leaks=1:fast_unwind_on_malloc=0:malloc_context_size=64:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="$common:log_path=$reports/ubsan:print_stacktrace=1:suppressions=$supp/ubsan.supp"
+
+echo "==> test $build (ASan+UBSan)"
+status=0
+ctest --test-dir "$build" --output-on-failure -j2 --timeout 900 -LE no_asan "$@" || status=$?
+
+shopt -s nullglob
+found=("$reports"/*)
+if ((${#found[@]} > 0)); then
+  for f in "${found[@]}"; do
+    echo "==> sanitizer report $f"
+    cat "$f"
+  done
+  echo "test-asan.sh: ${#found[@]} sanitizer report(s) in $reports" >&2
+  status=1
+fi
+exit "$status"
