@@ -165,20 +165,6 @@ void print_memory(pid_t pid, const char* what, bool idle) {
       rollup["Shared_Clean"], status["Threads"], largest_mappings(pid, 8).c_str());
 }
 
-// The fixture writes log_level = debug for the tests; a benchmark measures the
-// default (info), so that line goes before the first call starts the daemon.
-void use_default_log_level(const PrivateBus& bus) {
-  const auto path = bus.config_dir() / "epbroker.conf";
-  std::string text;
-  {
-    std::ifstream in(path);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  const std::string debug = "log_level = debug\n";
-  if (auto at = text.find(debug); at != std::string::npos) text.erase(at, debug.size());
-  std::ofstream(path, std::ios::trunc) << text;
-}
-
 // RequestSession (+ Release) vs Peer.Ping on `bus`, interleaved so that all see
 // the same machine load, two ways: through libepbroker (Client::request_session,
 // what an app calls: it reads the providers straight off the reply), and through
@@ -311,8 +297,9 @@ int main(int argc, char** argv) {
   setenv("EPBROKER_SOURCE_DIR", EPBROKER_BENCH_SOURCE_DIR, 0);
   setenv("EPBROKER_PYTHON", EPBROKER_BENCH_PYTHON, 0);
   tests::daemon::TestCatalog catalog;
-  PrivateBus bus;
-  use_default_log_level(bus);
+  tests::daemon::PrivateBusOptions options;
+  options.log_level.clear();  // the default (info): what is measured
+  PrivateBus bus(options);
   catalog.add_to(bus);
   auto conn = bus.connect();
   if (geteuid() == 0) {
@@ -363,8 +350,7 @@ int main(int argc, char** argv) {
 
   // 4. The same round trips on a daemon without catalog or store: the fixed
   //    cost of a session, apart from the providers a reply lists.
-  PrivateBus empty;
-  use_default_log_level(empty);
+  PrivateBus empty(options);
   auto empty_conn = empty.connect();
   round_trips(empty, *empty_conn, n, " (no catalog)");
   return 0;

@@ -175,20 +175,6 @@ sd_bus* connect(const std::string& address) {
   return bus;
 }
 
-// The fixture writes log_level = debug for the tests; a benchmark measures the
-// default (info), which logs no line per session.
-void use_default_log_level(const td::PrivateBus& bus) {
-  const auto path = bus.config_dir() / "epbroker.conf";
-  std::string text;
-  {
-    std::ifstream in(path);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  const std::string debug = "log_level = debug\n";
-  if (auto at = text.find(debug); at != std::string::npos) text.erase(at, debug.size());
-  std::ofstream(path, std::ios::trunc) << text;
-}
-
 // busctl's answer to a call returning one object path or string: the quoted value.
 std::string quoted(const std::string& out) {
   const auto a = out.find('"');
@@ -280,8 +266,8 @@ int main(int argc, char** argv) {
                              "</limit>\n  <limit name=\"max_completed_connections\">" + limit +
                              "</limit>\n  <limit name=\"max_incomplete_connections\">" + limit +
                              "</limit>\n";
+  options.log_level.clear();  // the default (info), which logs no line per session
   td::PrivateBus bus(options);
-  use_default_log_level(bus);
   bus.add_remote("test", catalog.metadata_url(), catalog.base_url() + "__trickle__/targets/",
                  catalog.trusted_root());
   for (const char* method : {"RefreshCatalog", "EnsureProvider"}) {

@@ -341,20 +341,6 @@ std::string daemon_state(const std::string& address) {
   return state;
 }
 
-// The fixture writes log_level = debug for the tests; here it would log every
-// session of a million calls.
-void use_default_log_level(const PrivateBus& bus) {
-  const auto path = bus.config_dir() / "epbroker.conf";
-  std::string text;
-  {
-    std::ifstream in(path);
-    text.assign(std::istreambuf_iterator<char>(in), {});
-  }
-  const std::string debug = "log_level = debug\n";
-  if (auto at = text.find(debug); at != std::string::npos) text.erase(at, debug.size());
-  std::ofstream(path, std::ios::trunc) << text;
-}
-
 bool setup_store(const PrivateBus& bus) {
   for (const char* call : {"RefreshCatalog", "EnsureProvider"}) {
     std::vector<std::string> args = {"call", tests::daemon::kBrokerName, tests::daemon::kBrokerPath,
@@ -457,8 +443,8 @@ int main(int argc, char** argv) {
     tests::daemon::TestCatalog catalog;
     tests::daemon::PrivateBusOptions options;
     options.epbrokerd = f.epbrokerd;
+    options.log_level.clear();  // debug would log every session of a million calls
     PrivateBus bus(options);
-    use_default_log_level(bus);
     catalog.add_to(bus);
     if (geteuid() == 0 && !setup_store(bus)) {
       std::fprintf(stderr, "bus_fuzz: refresh or install failed:\n%s\n", bus.log().c_str());

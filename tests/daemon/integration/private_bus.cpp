@@ -292,9 +292,9 @@ PrivateBus::PrivateBus(PrivateBusOptions options) : options_(std::move(options))
           std::to_string(options_.idle_timeout_sec) +
           "\n"
           "refresh_interval_sec = " +
-          std::to_string(options_.refresh_interval_sec) +
-          "\n"
-          "log_level = debug\n" +
+          std::to_string(options_.refresh_interval_sec) + "\n" +
+          (options_.log_level.empty() ? std::string()
+                                      : "log_level = " + options_.log_level + "\n") +
           (options_.install_group.empty() ? std::string()
                                           : "install_group = " + options_.install_group + "\n"));
   write_text(services / "org.epbroker.Broker1.service",

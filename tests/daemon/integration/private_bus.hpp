@@ -105,6 +105,9 @@ struct PrivateBusOptions {
   unsigned idle_timeout_sec = 0;
   // [daemon] refresh_interval_sec; 0 (the tests' default) = no automatic refresh.
   unsigned refresh_interval_sec = 0;
+  // [daemon] log_level; empty = the daemon's default (info), as benchmarks want:
+  // the tests' debug logs a line per session.
+  std::string log_level = "debug";
   // [daemon] install_group (without polkit on the bus: root and its members may
   // install and manage); empty = root only.
   std::string install_group;
