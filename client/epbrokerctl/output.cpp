@@ -174,13 +174,18 @@ void ProgressView::update(const epbroker::Progress& p) {
     out_ << '\r' << line << "\x1b[K" << std::flush;
     drawn_ = true;
   } else {
-    if (!state_changed && now - last_line_ < std::chrono::seconds(1)) return;
     std::string line = amount.empty() ? state : state + ": " + amount;
     if (percent >= 0) line += " (" + std::to_string(percent) + "%)";
     if (!rate.empty()) line += ", " + rate;
     if (!eta.empty()) line += ", " + eta;
-    out_ << line << '\n' << std::flush;
-    last_line_ = now;
+    if (!state_changed && now - last_line_ < std::chrono::seconds(1)) {
+      held_ = std::move(line);
+    } else {
+      if (state_changed && !held_.empty()) out_ << held_ << '\n';
+      held_.clear();
+      out_ << line << '\n' << std::flush;
+      last_line_ = now;
+    }
   }
   last_state_ = p.state;
 }

@@ -39,7 +39,9 @@ class Table {
 
 // Shows a job's progress on a stream: on a terminal one line redrawn in place
 // (state, bar, bytes, rate, ETA; at most 10 redraws a second); otherwise plain
-// lines, one per state change and at most one per second while bytes move.
+// lines, one per state change and at most one per second while bytes move; the
+// last line of a state that was held back is written before the next state's, so
+// a log shows where each state ended.
 class ProgressView {
  public:
   ProgressView(std::ostream& out, bool terminal);
@@ -51,6 +53,7 @@ class ProgressView {
   std::ostream& out_;
   bool terminal_;
   bool drawn_ = false;
+  std::string held_;  // off a terminal: the newest line not yet written
   epbroker::JobState last_state_ = epbroker::JobState::unknown;
   std::chrono::steady_clock::time_point last_line_{};
   // For the rate: where the download stood when it was first seen moving.

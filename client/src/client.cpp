@@ -97,8 +97,9 @@ Status Client::status() {
 Provider Client::ensure_ready(const std::string& name, const ProgressCallback& on_progress,
                               const CancelToken& cancel) {
   if (cancel.cancelled()) throw Error(Errc::cancelled, "cancelled before the install started");
+  detail::JobWatch watch(*conn_);  // before the call: the job may move on at once
   const std::string job = checked([&] { return conn_->broker->EnsureProvider(name); });
-  detail::wait_for_job(*conn_, job, on_progress, cancel);
+  detail::wait_for_job(watch, job, on_progress, cancel);
   for (auto& p : providers()) {
     if (p.name == name && p.state == ProviderState::ready) return p;
   }
@@ -108,8 +109,9 @@ Provider Client::ensure_ready(const std::string& name, const ProgressCallback& o
 
 std::uint64_t Client::refresh(const ProgressCallback& on_progress, const CancelToken& cancel) {
   if (cancel.cancelled()) throw Error(Errc::cancelled, "cancelled before the refresh started");
+  detail::JobWatch watch(*conn_);
   const std::string job = checked([&] { return conn_->broker->RefreshCatalog(); });
-  detail::wait_for_job(*conn_, job, on_progress, cancel);
+  detail::wait_for_job(watch, job, on_progress, cancel);
   return checked([&] { return conn_->broker->CatalogRevision(); });
 }
 

@@ -53,8 +53,6 @@ struct Tracker {
   Progress p;
   std::string error;
   std::string message;
-  bool touched = false;             // a signal arrived since the wait last looked
-  std::optional<Error> bad_update;  // a malformed signal (thrown by the wait, not the handler)
 
   void set_state(const std::string& text) {
     const JobState s = parse_job_state(text);
@@ -85,39 +83,31 @@ struct Tracker {
     }
     if (auto* v = get("State", "s")) set_state(v->get<std::string>());
   }
+
+  void apply(const JobEvent& e) {
+    if (!e.bad.empty()) throw Error(Errc::protocol, e.bad);
+    if (!e.finished) {
+      merge(e.changed);
+      return;
+    }
+    if (!e.error.empty()) error = e.error;
+    if (!e.message.empty()) message = e.message;
+    set_state(e.state);
+  }
 };
 
-// The generated Job1 proxy; its signals feed a Tracker. Handlers run inside
-// processPendingRequest() on the waiting thread, and never throw (sd-bus is C).
+// The generated Job1 proxy, for GetAll and Cancel. Like BrokerProxy it never
+// calls registerProxy(): the job's signals come through the JobWatch.
 class JobProxy final
     : public sdbus::ProxyInterfaces<org::epbroker::Job1_proxy, sdbus::Properties_proxy> {
  public:
-  JobProxy(sdbus::IConnection& bus, const std::string& path, Tracker& tracker)
-      : ProxyInterfaces(bus, kBusName, path), tracker_(tracker) {
-    registerProxy();  // AddMatch for Finished and PropertiesChanged on this path
-  }
-  ~JobProxy() { unregisterProxy(); }
+  JobProxy(sdbus::IConnection& bus, const std::string& path)
+      : ProxyInterfaces(bus, kBusName, path) {}
 
  private:
-  void onFinished(const std::string& state, const std::string& error,
-                  const std::string& message) override {
-    if (!error.empty()) tracker_.error = error;
-    if (!message.empty()) tracker_.message = message;
-    tracker_.set_state(state);
-    tracker_.touched = true;
-  }
-  void onPropertiesChanged(const std::string& interface, const Dict& changed,
-                           const std::vector<std::string>&) override {
-    if (interface != kJobInterface) return;
-    try {
-      tracker_.merge(changed);
-    } catch (const epbroker::Error& e) {  // (Error alone names Job1_proxy::Error)
-      tracker_.bad_update = e;
-    }
-    tracker_.touched = true;
-  }
-
-  Tracker& tracker_;
+  void onFinished(const std::string&, const std::string&, const std::string&) override {}
+  void onPropertiesChanged(const std::string&, const Dict&,
+                           const std::vector<std::string>&) override {}
 };
 
 bool same(const Progress& a, const Progress& b) {
@@ -126,16 +116,92 @@ bool same(const Progress& a, const Progress& b) {
 
 }  // namespace
 
-Progress wait_for_job(Connection& conn, const std::string& path,
-                      const ProgressCallback& on_progress, const CancelToken& cancel) {
+JobWatch::JobWatch(Connection& conn) : conn_(conn) {
+  // One rule for both signals; sd_bus_add_match waits for the bus's reply, so
+  // the subscription is in force when the constructor returns.
+  const std::string rule = std::string("type='signal',sender='") + kBusName + "',path_namespace='" +
+                           kBrokerPath + "/job'";
+  slot_ = checked(
+      [&] { return conn_.bus->addMatch(rule, [this](sdbus::Message& msg) { on_signal(msg); }); });
+}
+
+JobWatch::~JobWatch() = default;
+
+void JobWatch::follow(const std::string& path) {
+  path_ = path;
+  std::erase_if(events_, [&](const JobEvent& e) { return e.path != path_; });
+}
+
+bool JobWatch::next(JobEvent& out) {
+  if (events_.empty()) return false;
+  out = std::move(events_.front());
+  events_.pop_front();
+  return true;
+}
+
+// Runs inside processPendingRequest() on the waiting thread; never throws
+// (sd-bus is C): a signal it cannot read becomes an event that says why.
+void JobWatch::on_signal(sdbus::Message& msg) {
+  JobEvent e;
+  e.path = msg.getPath();
+  if (!path_.empty() ? e.path != path_ : events_.size() >= kMaxPending) return;
+  const std::string interface = msg.getInterfaceName();
+  const std::string member = msg.getMemberName();
+  try {
+    if (interface == "org.freedesktop.DBus.Properties" && member == "PropertiesChanged") {
+      std::string changed_interface;
+      std::vector<std::string> invalidated;
+      msg >> changed_interface >> e.changed >> invalidated;
+      if (changed_interface != kJobInterface) return;
+    } else if (interface == kJobInterface && member == "Finished") {
+      e.finished = true;
+      msg >> e.state >> e.error >> e.message;
+    } else {
+      return;
+    }
+  } catch (const std::exception& x) {
+    e.bad = std::string("unreadable ") + member + " signal of " + e.path + ": " + x.what();
+  }
+  events_.push_back(std::move(e));
+}
+
+Progress wait_for_job(JobWatch& watch, const std::string& path, const ProgressCallback& on_progress,
+                      const CancelToken& cancel) {
+  Connection& conn = watch.connection();
   Tracker t;
   t.p.job = path;
-  // 1. Subscribe first, then read: a job may be over before we subscribed.
-  std::optional<JobProxy> proxy;
-  checked([&] { proxy.emplace(*conn.bus, path, t); });
-  auto reread = [&] {
+  std::optional<Progress> reported;
+  auto report = [&] {
+    if (!on_progress || (reported && same(*reported, t.p))) return;
+    reported = t.p;
+    on_progress(t.p);
+  };
+  // Applies the job's events received so far, one report per event, in order.
+  // Returns whether there was any.
+  auto apply_events = [&] {
+    bool any = false;
+    for (JobEvent e; watch.next(e); any = true) {
+      t.apply(e);
+      report();
+    }
+    return any;
+  };
+  auto drain = [&] {
+    bool any = apply_events();  // queued before follow()
+    while (checked([&] { return conn.bus->processPendingRequest(); })) {
+      any = apply_events() || any;
+    }
+    return any;
+  };
+
+  // 1. The job's properties. Signals carry only what changed, so Kind and
+  // Target come from here; the rest waits for step 3 (it may be newer than
+  // the signals still to be reported).
+  watch.follow(path);
+  JobProxy proxy(*conn.bus, path);
+  auto get_all = [&] {
     try {
-      t.merge(proxy->GetAll(kJobInterface));
+      return proxy.GetAll(kJobInterface);
     } catch (const sdbus::Error& e) {
       if (e.getName() == "org.freedesktop.DBus.Error.UnknownObject" ||
           e.getName() == "org.freedesktop.DBus.Error.UnknownInterface" ||
@@ -146,38 +212,36 @@ Progress wait_for_job(Connection& conn, const std::string& path,
       throw to_error(e);
     }
   };
-  reread();
+  const Dict first = get_all();
+  Dict identity;
+  for (const char* key : {"Kind", "Target"}) {
+    if (auto it = first.find(key); it != first.end()) identity.insert(*it);
+  }
+  t.merge(identity);
 
-  std::optional<Progress> reported;
-  auto report = [&] {
-    if (!on_progress || (reported && same(*reported, t.p))) return;
-    reported = t.p;
-    on_progress(t.p);
-  };
+  // 2. What the job did before now, step by step: the watch has had every
+  // signal since before the call that started it.
+  drain();
+
+  // 3. The snapshot: a job with nothing to do was over before the call
+  // returned, and may have sent no signal to this watch. Stale parts are
+  // dropped by the Tracker.
+  t.merge(first);
   report();
 
-  // 2. Drive the connection until the job is final.
+  // 4. Drive the connection until the job is final.
   bool cancel_sent = false;
   auto cancel_deadline = Clock::time_point::max();
   auto last_news = Clock::now();
   while (!is_final(t.p.state)) {
-    checked([&] {
-      while (conn.bus->processPendingRequest()) {
-      }
-    });
-    if (t.bad_update) throw *t.bad_update;
-    if (t.touched) {
-      t.touched = false;
-      last_news = Clock::now();
-    }
-    report();
+    if (drain()) last_news = Clock::now();
     if (is_final(t.p.state)) break;
 
     if (cancel.cancelled() && !cancel_sent) {
       cancel_sent = true;
       cancel_deadline = Clock::now() + kCancelGrace;
       try {
-        proxy->Cancel();
+        proxy.Cancel();
       } catch (const sdbus::Error& e) {
         // Not ours to cancel (another caller started this shared install), or
         // already gone: stop waiting; the job goes on for whoever started it.
@@ -193,7 +257,8 @@ Progress wait_for_job(Connection& conn, const std::string& path,
                                        " s of the cancel request");
     }
     if (Clock::now() - last_news > kRecheck) {
-      reread();
+      t.merge(get_all());
+      report();
       last_news = Clock::now();
       continue;
     }
@@ -207,7 +272,7 @@ Progress wait_for_job(Connection& conn, const std::string& path,
     }
   }
 
-  // 3. The outcome.
+  // 5. The outcome.
   if (t.p.state == JobState::done) return t.p;
   if (t.p.state == JobState::cancelled) {
     throw Error(Errc::cancelled, t.message.empty() ? "the job was cancelled" : t.message, t.error);
