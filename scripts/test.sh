@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The full check, as CI runs it (.ci/run): bootstrap the machine, configure and build
-# build/ with warnings as errors, check formatting, run the whole test suite, then a
-# libFuzzer smoke.
+# build/ with warnings as errors, check formatting, run the whole test suite, a
+# libFuzzer smoke, then the whole suite again under ASan+UBSan (scripts/test-asan.sh).
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -32,15 +32,15 @@ echo "==> format"
 echo "==> test"
 ctest --test-dir build --output-on-failure -j2 --timeout 600
 
-# Not run here yet: ./scripts/test-asan.sh (the whole suite under ASan+LSan+UBSan in
-# build-asan/). Under it ClientTest.EnsureReadyReportsMonotoneCompleteProgress fails
-# about 3 runs in 7 (the install can finish before the client watches its job), and
-# CI must not fail by chance; it goes in once that is fixed.
-
 # libFuzzer smoke: each target of tests/fuzz for 20 s from its seeds, built in
 # build-fuzz/ with clang (ASan+UBSan); fails on any crash, leak, timeout or broken
 # invariant. Long campaigns: tests/fuzz/run --time 1800 --jobs N.
 echo "==> fuzz smoke"
 tests/fuzz/run --build-dir build-fuzz --time 20
+
+# The whole suite again under AddressSanitizer + LeakSanitizer + UBSan, in
+# build-asan/: any report, from a test or a process it started, fails the run.
+echo "==> sanitizers"
+./scripts/test-asan.sh
 
 echo "==> all checks passed"

@@ -36,8 +36,9 @@ class AttackFixture : public CatalogTest {
   using BrokerTest::refresh;
 
   // Bus (daemon not started), repository, remote "evil" pointing at it honestly,
-  // fetch settings that let a failure show within seconds.
-  void start_repo(support::HttpServerOptions server = {}) {
+  // fetch settings that let a failure show within seconds (`connect_timeout_sec`
+  // bounds name lookup, TCP and TLS handshake).
+  void start_repo(support::HttpServerOptions server = {}, int connect_timeout_sec = 5) {
     start({}, /*with_catalog=*/false);
     repo_ = std::make_unique<HostileRepo>(
         std::vector<HostileRepo::Package>{{kBaseEp, 8 << 10}, {kScEp, kScEpSize}},
@@ -47,7 +48,8 @@ class AttackFixture : public CatalogTest {
                .targets_url = repo_->targets_url(),
                .trusted_root = repo_->trusted_root()};
     write_remote(*bus_, remote_);
-    add_daemon_settings(*bus_, "fetch_attempts = 1\nconnect_timeout_sec = 5\n");
+    add_daemon_settings(*bus_, "fetch_attempts = 1\nconnect_timeout_sec = " +
+                                   std::to_string(connect_timeout_sec) + "\n");
   }
 
   // Writes remote_ again and restarts the daemon so it reads it.

@@ -88,7 +88,10 @@ class HttpsRemoteTest : public AttackFixture {
     AttackFixture::SetUp();
     if (IsSkipped()) return;
     cert_ = support::make_self_signed_certificate(certs_.path(), "repo");
-    start_repo({.tls_cert = cert_.cert, .tls_key = cert_.key});
+    // A generous connect timeout: the tests assert how TLS fails, and under
+    // ASan on 2 loaded cores the Python server's handshake once took over 5 s
+    // ("SSL connection timeout" instead of the certificate refusal).
+    start_repo({.tls_cert = cert_.cert, .tls_key = cert_.key}, /*connect_timeout_sec=*/60);
     remote_.allow_http = false;
     write_remote(*bus_, remote_);
   }
