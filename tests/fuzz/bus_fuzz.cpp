@@ -485,15 +485,16 @@ int main(int argc, char** argv) {
         end_rss, end_vm, end_fds, warm_rss, warm_vm, warm_fds, f.rss_growth_kb, f.vm_growth_kb,
         f.fd_growth);
   }  // the daemon gets SIGTERM and exits (LeakSanitizer runs then)
-  if (asan && !f.memory_bounds_given) {
+  const bool check_memory = !asan || f.memory_bounds_given;
+  if (!check_memory) {
     std::printf(
         "the daemon runs under ASan: RSS and VmSize bounds not checked (give "
         "--rss-growth-kb or --vm-growth-kb to check them anyway)\n");
-  } else if (end_rss >= 0 && warm_rss >= 0 && end_rss - warm_rss > f.rss_growth_kb) {
+  }
+  if (check_memory && end_rss >= 0 && warm_rss >= 0 && end_rss - warm_rss > f.rss_growth_kb) {
     findings.push_back("RSS grew " + std::to_string(end_rss - warm_rss) + " kB after warm-up");
   }
-  if ((!asan || f.memory_bounds_given) && end_vm >= 0 && warm_vm >= 0 &&
-      end_vm - warm_vm > f.vm_growth_kb) {
+  if (check_memory && end_vm >= 0 && warm_vm >= 0 && end_vm - warm_vm > f.vm_growth_kb) {
     // E.g. exited threads never joined: each keeps its 8 MiB stack mapped.
     findings.push_back("VmSize grew " + std::to_string(end_vm - warm_vm) + " kB after warm-up");
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tests/daemon/integration/fixture.hpp"
+#include "tests/daemon/integration/proc_stats.hpp"
 
 namespace tests::daemon {
 namespace {
@@ -221,12 +222,7 @@ TEST_F(BrokerTest, ActivatedDaemonGetsTheSanitizerSettingsOfTheTest) {
         << name;
   }
 #ifdef __SANITIZE_ADDRESS__
-  std::ifstream maps("/proc/" + std::to_string(*pid) + "/maps");
-  bool asan = false;
-  for (std::string line; std::getline(maps, line);) {
-    if (line.find("/libasan.so") != std::string::npos) asan = true;
-  }
-  EXPECT_TRUE(asan) << "this test is built with ASan, epbrokerd is not";
+  EXPECT_TRUE(under_asan(*pid)) << "this test is built with ASan, epbrokerd is not";
 #endif
 }
 
