@@ -8,7 +8,9 @@
 //      from here calls that would start a job or open a session are refused with
 //      Busy, every other call is still answered; STOPPING=1; DaemonState=stopping;
 //   2. on a signal: cancel running jobs and wait for them (bounded);
-//   3. release the name: new callers activate a fresh instance;
+//   3. release the name: new callers activate a fresh instance (after an idle
+//      decision, a refused call may have released it already, so that the
+//      refusal reaches its caller after the release: dbus/name_release.hpp);
 //   4. drain: answer every call that was queued for us before the release;
 //   5. leave the event loop, join the workers, exit 0.
 // Installs are atomic in the store, so whatever is cut short leaves it as it was
@@ -300,14 +302,11 @@ int main(int argc, char** argv) {
 
   // 6. Leave (see the header comment for the order).
   sd_notify(0, "STOPPING=1\nSTATUS=stopping");
-  service.publish_state(true);  // DaemonState=stopping, while we still own the name
+  // DaemonState=stopping, while we still own the name (unless a refused call said
+  // so and released it already).
+  service.publish_state(true);
   const bool jobs_ended = reason == StopReason::idle || stop_jobs(**broker, sigs);
-  try {
-    conn->releaseName(dbus::kBusName);
-    log::debug("released {}", dbus::kBusName);
-  } catch (const sdbus::Error& e) {
-    log::warn("cannot release {}: {}", dbus::kBusName, e.getMessage());
-  }
+  if (!service.leave_bus(kDrainWait)) log::warn("{} not released", dbus::kBusName);
   const auto drain_start = Clock::now();
   if (service.drain(kDrainWait)) {
     log::debug(

@@ -41,6 +41,7 @@ bool Lifecycle::stop_if_idle(Clock::time_point quiet_since) {
   if (stopping_) return true;
   if (in_flight_ > 0 || last_activity_ > quiet_since || !work_idle_()) return false;
   stopping_ = true;
+  idle_stop_ = true;
   return true;
 }
 
@@ -52,6 +53,11 @@ void Lifecycle::stop() {
 bool Lifecycle::stopping() const {
   std::lock_guard lock(mu_);
   return stopping_;
+}
+
+bool Lifecycle::stopping_when_idle() const {
+  std::lock_guard lock(mu_);
+  return idle_stop_;
 }
 
 DaemonState Lifecycle::state() const {

@@ -45,6 +45,8 @@ class Lifecycle {
   void stop();
 
   bool stopping() const;
+  // Stopping because stop_if_idle() said so (no job can be running then).
+  bool stopping_when_idle() const;
   DaemonState state() const;
   std::size_t in_flight() const;
   // The end of the latest call, job or session; the start time at first. When a
@@ -56,6 +58,7 @@ class Lifecycle {
   std::function<bool()> work_idle_;
   std::size_t in_flight_ = 0;
   bool stopping_ = false;
+  bool idle_stop_ = false;
   Clock::time_point last_activity_ = Clock::now();
 };
 

@@ -27,8 +27,14 @@ core::RequestContext Service::context_of(sdbus::IObject& object) {
 CallScope Service::enter_call(sdbus::IObject& object, const char* method, bool starts_work) {
   CallScope scope(lifecycle_, starts_work);
   if (!scope.admitted()) {
-    // Only in the instant between the decision to exit and the exit: the caller's
-    // next call reaches (activates) a new instance.
+    // Only in the instant between the decision to exit and the exit. The caller's
+    // next call must reach (activate) a new instance: the name is given up before
+    // the refusal leaves (name_release.hpp). Not while a SIGTERM's jobs are being
+    // cancelled: their last signals must still come from the name's owner.
+    if (lifecycle_.stopping_when_idle() || release_.started()) {
+      if (!release_.started()) emit_state();  // DaemonState=stopping, under the name
+      release_.before_reply();
+    }
     const auto ctx = context_of(object);
     log::info("refused {} from {} (uid {}): exiting", method, ctx.sender, ctx.uid);
     throw_bus_error(
@@ -280,7 +286,9 @@ std::string BrokerObject::CatalogExpires() {
 // ---- Service -----------------------------------------------------------------------
 
 Service::Service(sdbus::IConnection& conn)
-    : conn_(conn), lifecycle_([this] { return broker_ == nullptr || broker_->idle(); }) {}
+    : conn_(conn),
+      lifecycle_([this] { return broker_ == nullptr || broker_->idle(); }),
+      release_(conn, kBusName) {}
 
 Service::~Service() {
   std::map<std::uint64_t, PublishedJob> jobs;
@@ -438,15 +446,24 @@ std::optional<Service::Clock::time_point> Service::publish_state(bool now) {
   }
   published_state_ = state;
   state_emitted_ = at;
-  log::debug("state: {}", daemon_state_name(state));
-  if (!root_) return std::nullopt;
+  emit_state();
+  return std::nullopt;
+}
+
+void Service::emit_state() {
+  log::debug("state: {}", daemon_state_name(lifecycle_.state()));
+  if (!root_) return;
   try {
     root_->emitPropertiesChangedSignal(org::epbroker::Broker1_adaptor::INTERFACE_NAME,
                                        {"DaemonState"});
   } catch (const sdbus::Error& e) {
     log::warn("cannot signal DaemonState: {}", e.getMessage());
   }
-  return std::nullopt;
+}
+
+bool Service::leave_bus(std::chrono::milliseconds timeout) {
+  release_.start();
+  return release_.wait(timeout);
 }
 
 bool Service::drain(std::chrono::milliseconds timeout) {

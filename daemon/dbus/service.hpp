@@ -6,7 +6,10 @@
 // Lifecycle (see main.cpp for the order of events): every method call is counted
 // while it runs (Lifecycle), so the main loop's idle decision never races a call
 // that starts a job or opens a session; once stopping, such calls are refused with
-// org.epbroker.Error.Busy ("exiting"), every other call is still answered.
+// org.epbroker.Error.Busy ("exiting"), every other call is still answered. A
+// refusal leaves only after the bus name was given up (name_release.hpp), so the
+// caller's next call reaches a new instance; during a SIGTERM stop, from the
+// moment the running jobs have ended.
 #pragma once
 
 #include <sdbus-c++/sdbus-c++.h>
@@ -22,6 +25,7 @@
 
 #include "daemon/core/broker.hpp"
 #include "daemon/dbus/lifecycle.hpp"
+#include "daemon/dbus/name_release.hpp"
 #include "generated/dbus/Broker1_adaptor.h"
 #include "generated/dbus/Job1_adaptor.h"
 #include "generated/dbus/Session1_adaptor.h"
@@ -144,6 +148,10 @@ class Service final : public core::BrokerListener {
   // needs to hear of it, and each emit takes the bus connection's lock).
   std::optional<Clock::time_point> publish_state(bool now = false);
   static constexpr std::chrono::milliseconds kStateSignalGap{20};
+  // Once stopping (and the jobs ended): gives up the bus name, unless a refused
+  // call did already, and waits (at most `timeout`) for the bus to confirm. False
+  // on timeout or error.
+  bool leave_bus(std::chrono::milliseconds timeout);
   // Processes the calls already queued for this connection: pings our own unique
   // name and waits (at most `timeout`) for the reply, which arrives after every
   // message queued before it has been dispatched. Call after releasing the name,
@@ -163,6 +171,7 @@ class Service final : public core::BrokerListener {
     std::optional<Clock::time_point> finished_at;
   };
   void job_final(const core::JobSnapshot& snap);
+  void emit_state();
   void wake() {
     if (wake_) wake_();
   }
@@ -170,6 +179,7 @@ class Service final : public core::BrokerListener {
   sdbus::IConnection& conn_;
   core::Broker* broker_ = nullptr;
   Lifecycle lifecycle_;
+  NameRelease release_;
   std::unique_ptr<BrokerObject> root_;
   std::unique_ptr<sdbus::IProxy> bus_proxy_;
   // Lock order: sdbus-c++ holds its connection mutex while it dispatches a call (so
