@@ -21,6 +21,13 @@ enum class BusError {
   Cancelled,
 };
 
+// The message of the Busy error with which an instance that is exiting (idle, or
+// stopped) refuses a call that would start a job or open a session. After an idle
+// decision it leaves only once the bus name was given up, so calling once more
+// reaches a new instance; the client library does that on its own.
+inline constexpr std::string_view kExitingMessage =
+    "epbrokerd is exiting; call again to reach a new instance";
+
 // "org.epbroker.Error.NotFound", ...
 std::string_view bus_error_name(BusError e);
 // Inverse of bus_error_name(); nullopt for a name not in the table.

@@ -98,7 +98,8 @@ Provider Client::ensure_ready(const std::string& name, const ProgressCallback& o
                               const CancelToken& cancel) {
   if (cancel.cancelled()) throw Error(Errc::cancelled, "cancelled before the install started");
   detail::JobWatch watch(*conn_);  // before the call: the job may move on at once
-  const std::string job = checked([&] { return conn_->broker->EnsureProvider(name); });
+  const std::string job =
+      detail::checked_starting([&] { return conn_->broker->EnsureProvider(name); });
   detail::wait_for_job(watch, job, on_progress, cancel);
   for (auto& p : providers()) {
     if (p.name == name && p.state == ProviderState::ready) return p;
@@ -110,7 +111,7 @@ Provider Client::ensure_ready(const std::string& name, const ProgressCallback& o
 std::uint64_t Client::refresh(const ProgressCallback& on_progress, const CancelToken& cancel) {
   if (cancel.cancelled()) throw Error(Errc::cancelled, "cancelled before the refresh started");
   detail::JobWatch watch(*conn_);
-  const std::string job = checked([&] { return conn_->broker->RefreshCatalog(); });
+  const std::string job = detail::checked_starting([&] { return conn_->broker->RefreshCatalog(); });
   detail::wait_for_job(watch, job, on_progress, cancel);
   return checked([&] { return conn_->broker->CatalogRevision(); });
 }
@@ -142,7 +143,7 @@ std::vector<VerifyResult> Client::verify() {
 Session Client::request_session(const SessionOptions& options) {
   // Called by hand rather than through the generated proxy, which would decode
   // the providers into sdbus::Variants first (see detail::read_providers).
-  auto reply = checked([&] {
+  auto reply = detail::checked_starting([&] {
     auto& proxy = conn_->broker->raw();
     auto call = proxy.createMethodCall(kBrokerInterface, "RequestSession");
     call << detail::to_options(options);

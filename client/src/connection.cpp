@@ -75,6 +75,11 @@ constexpr std::array<std::pair<std::string_view, Errc>, 12> kDbusErrors{{
 
 }  // namespace
 
+bool is_exiting(const sdbus::Error& e) {
+  return common::bus_error_from_name(e.getName()) == common::BusError::Busy &&
+         e.getMessage() == common::kExitingMessage;
+}
+
 Error to_error(const sdbus::Error& e) {
   const std::string& name = e.getName();
   if (auto kind = common::bus_error_from_name(name)) {

@@ -69,4 +69,22 @@ auto checked(F&& body) -> decltype(body()) {
   }
 }
 
+// Whether `e` is the daemon refusing a call because it is exiting
+// (common::kExitingMessage).
+bool is_exiting(const sdbus::Error& e);
+
+// checked() for a call that starts a job or opens a session: refused because the
+// daemon is exiting, it is made once more, which reaches (activates) a new
+// instance. Once only: a daemon stopped by SIGTERM keeps refusing until its jobs
+// are cancelled, and that Busy is the caller's to see.
+template <typename F>
+auto checked_starting(F&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const sdbus::Error& e) {
+    if (!is_exiting(e)) throw to_error(e);
+  }
+  return checked(body);
+}
+
 }  // namespace epbroker::detail

@@ -37,8 +37,7 @@ CallScope Service::enter_call(sdbus::IObject& object, const char* method, bool s
     }
     const auto ctx = context_of(object);
     log::info("refused {} from {} (uid {}): exiting", method, ctx.sender, ctx.uid);
-    throw_bus_error(
-        {catalog::Errc::busy, "epbrokerd is exiting; call again to reach a new instance"});
+    throw_bus_error({catalog::Errc::busy, std::string(common::kExitingMessage)});
   }
   return scope;
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 
 #include "epbroker/client.hpp"
@@ -45,6 +46,16 @@ class ClientTest : public CatalogTest {
     return !catalog_->fault_server().requests(suffix).empty();
   }
 };
+
+// The Error `body` throws (Errc::protocol with a note if it throws none).
+inline epbroker::Error error_of(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const epbroker::Error& e) {
+    return e;
+  }
+  return epbroker::Error(epbroker::Errc::protocol, "no error thrown");
+}
 
 // The built binaries and files (compile definitions).
 std::string epbrokerctl_path();

@@ -19,16 +19,6 @@ using epbroker::Errc;
 using epbroker::JobState;
 using epbroker::ProviderState;
 
-// The Error `body` throws (Errc::protocol with a note if it throws none).
-epbroker::Error error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const epbroker::Error& e) {
-    return e;
-  }
-  return epbroker::Error(Errc::protocol, "no error thrown");
-}
-
 const epbroker::Provider* find(const std::vector<epbroker::Provider>& list,
                                const std::string& name) {
   for (const auto& p : list) {

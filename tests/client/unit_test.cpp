@@ -56,6 +56,18 @@ TEST(ClientErrors, DbusOwnErrorsByWhatTheyMeanForACaller) {
   }
 }
 
+TEST(ClientErrors, OnlyBusyWithTheExitingMessageIsAnExitingDaemon) {
+  const std::string busy(common::bus_error_name(common::BusError::Busy));
+  const std::string exiting(common::kExitingMessage);
+  EXPECT_TRUE(epbroker::detail::is_exiting(sdbus::Error(busy, exiting)));
+  EXPECT_FALSE(epbroker::detail::is_exiting(sdbus::Error(busy, "too many sessions")));
+  EXPECT_FALSE(epbroker::detail::is_exiting(sdbus::Error(busy, exiting + ".")));
+  EXPECT_FALSE(epbroker::detail::is_exiting(
+      sdbus::Error(std::string(common::bus_error_name(common::BusError::NotFound)), exiting)));
+  EXPECT_FALSE(
+      epbroker::detail::is_exiting(sdbus::Error("org.freedesktop.DBus.Error.NoReply", exiting)));
+}
+
 TEST(ClientConvert, MissingKeysDefaultWrongTypesAreProtocolErrors) {
   Dict d{{"name", sdbus::Variant(std::string("openvino"))},
          {"state", sdbus::Variant(std::string("ready"))},

@@ -25,7 +25,8 @@ enum class Errc {
   incompatible,         // Incompatible: the package cannot run on this machine
   verification_failed,  // VerificationFailed: signature, hash or manifest check failed
   network,              // Network: the catalog or package could not be fetched
-  busy,                 // Busy: refused while held (a session lease, a limit)
+  busy,                 // Busy: refused while held (a session lease, a limit, a
+                        // daemon stopping; one that exits when idle is asked again)
   cancelled,            // Cancelled: the job was cancelled (or the wait was)
   // Client-side kinds.
   unavailable,  // no bus, or the daemon cannot be reached / started, or it went away
