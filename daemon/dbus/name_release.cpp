@@ -11,26 +11,20 @@ NameRelease::NameRelease(sdbus::IConnection& conn, std::string name)
     : name_(std::move(name)),
       bus_(sdbus::createProxy(conn, "org.freedesktop.DBus", "/org/freedesktop/DBus")) {}
 
-NameRelease::~NameRelease() = default;
-
-void NameRelease::start() {
-  auto expected = Stage::none;
-  if (!stage_.compare_exchange_strong(expected, Stage::sending)) return;
-  send();
-  stage_ = Stage::sent;
-}
+void NameRelease::start() { (void)send_first(); }
 
 void NameRelease::before_reply() {
-  auto stage = stage_.load();
-  if (stage == Stage::sent) return;
-  if (stage == Stage::none && stage_.compare_exchange_strong(stage, Stage::sending)) {
-    send();
-    stage_ = Stage::sent;
-    return;
-  }
-  // The main loop has begun and may be waiting for the lock held here: send a
-  // copy rather than wait (see the header).
-  if (stage_.load() != Stage::sent) send();
+  // Not first, and not sent yet: the main loop is sending and may be waiting for
+  // the lock held here. Send a copy rather than wait (see the header).
+  if (!send_first() && stage_.load() == Stage::sending) send();
+}
+
+bool NameRelease::send_first() {
+  auto expected = Stage::none;
+  if (!stage_.compare_exchange_strong(expected, Stage::sending)) return false;
+  send();
+  stage_ = Stage::sent;
+  return true;
 }
 
 void NameRelease::send() {

@@ -23,7 +23,6 @@ namespace epbrokerd::dbus {
 class NameRelease {
  public:
   NameRelease(sdbus::IConnection& conn, std::string name);
-  ~NameRelease();
   NameRelease(const NameRelease&) = delete;
   NameRelease& operator=(const NameRelease&) = delete;
 
@@ -31,10 +30,10 @@ class NameRelease {
   // waiting for the answer.
   void start();
   // Bus thread, inside a call, before its reply: on return a ReleaseName has been
-  // sent. If the main loop is sending one at that instant, a second copy is sent
-  // (and announced): the main loop waits for the connection lock that the bus
-  // thread holds while it dispatches, so waiting for it here would deadlock. The
-  // bus answers the later copy "not ours", which is harmless.
+  // sent. If the main loop is sending one at that instant, a second copy is sent:
+  // the main loop waits for the connection lock that the bus thread holds while it
+  // dispatches, so waiting for it here would deadlock. The bus answers the later
+  // copy "not ours", which is harmless.
   void before_reply();
   // Whether start() or before_reply() has begun sending.
   bool started() const { return stage_.load() != Stage::none; }
@@ -44,6 +43,8 @@ class NameRelease {
 
  private:
   enum class Stage { none, sending, sent };
+  // Sends ReleaseName if nobody has begun to; false if somebody had.
+  bool send_first();
   void send();
 
   std::string name_;
