@@ -27,7 +27,9 @@ source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
 MODEL_DIR="$EPBROKER_CACHE/models/magika"
 
 echo "==> build (Release)"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
+# Warnings are not errors here, whatever scripts/test.sh left in build/'s cache:
+# GCC 12 reports false -Wrestrict at -O3 (std::string concatenation).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEPBROKER_WERROR=OFF \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
 cmake --build build --target epbrokerd epbroker-publish epbrokerctl epbroker-run \
   openvino-package webgpu-package onnxruntime-package >/dev/null
