@@ -15,9 +15,12 @@
 #
 # Third-party code is uninstrumented; what of it LeakSanitizer or UBSan must ignore is
 # listed, with reasons, in tests/sanitizers/*.supp (never the project's own code).
-# Tests labelled no_asan are not run here (none at present; add the label only for a
-# test that cannot work under ASan, e.g. one measuring memory, and say why in its
-# CMakeLists.txt).
+# Tests labelled no_asan are not run here; the run lists them. Add the label (the LABELS
+# argument of epbroker_gtest) only for a test that cannot work under ASan, and say why in
+# its CMakeLists.txt. At present: ort_openvino_test, whose OpenVINO CPU device (Intel
+# CPUs only) makes the package's oneTBB dlopen tbbbind with RTLD_DEEPBIND, which the
+# ASan runtime refuses (tests/ort/CMakeLists.txt; the package's extraction still runs
+# here as ort_openvino_package_test).
 #
 # Usage: scripts/test-asan.sh [CTEST_ARGS...]   (e.g. -R daemon_integration)
 # Needs the bootstrap done (scripts/bootstrap.sh). EPBROKER_ASAN_BUILD_DIR overrides
@@ -62,6 +65,10 @@ export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="$common:log_path=$reports/ubsan:print_stacktrace=1:suppressions=$supp/ubsan.supp"
 
 echo "==> test $build (ASan+UBSan)"
+# Say what is left out, and why it may be: the labels are set where the reason is written.
+excluded=$(ctest --test-dir "$build" -N -L no_asan "$@" | sed -n 's/^Total Tests: //p')
+echo "test-asan.sh: ${excluded:-0} test(s) labelled no_asan are not run here:" \
+  "$(ctest --test-dir "$build" -N -L no_asan "$@" | sed -n 's/^ *Test *#[0-9]*: \([^.]*\)\..*/\1/p' | sort -u | tr '\n' ' ')"
 status=0
 ctest --test-dir "$build" --output-on-failure -j2 --timeout 900 -LE no_asan "$@" || status=$?
 
