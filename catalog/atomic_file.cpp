@@ -12,7 +12,7 @@ namespace {
 
 std::unexpected<Error> io_error(const std::string& what, const std::filesystem::path& p) {
   int e = errno;
-  return fail(e == ENOENT ? Errc::not_found : Errc::io,
+  return fail(e == ENOENT ? Errc::not_found : errno_code(e),
               what + " " + p.string() + ": " + std::strerror(e));
 }
 

@@ -484,48 +484,9 @@ nlohmann::json to_json(const EpMetadata& m) {
 }
 
 Result<EpMetadata> parse_ep_metadata_text(std::string_view json_text) {
-  if (json_text.size() > kMaxEpMetadataTextBytes) {
-    return fail(Errc::too_many, "EP metadata text larger than " +
-                                    std::to_string(kMaxEpMetadataTextBytes) + " bytes");
-  }
-  try {
-    // Duplicate keys are refused: two parsers could otherwise read different values.
-    std::vector<std::set<std::string>> open_objects;
-    std::string duplicate;
-    bool has_duplicate = false;
-    const nlohmann::json::parser_callback_t track = [&](int, nlohmann::json::parse_event_t event,
-                                                        nlohmann::json& parsed) {
-      switch (event) {
-        case nlohmann::json::parse_event_t::object_start:
-          open_objects.emplace_back();
-          break;
-        case nlohmann::json::parse_event_t::object_end:
-          if (!open_objects.empty()) open_objects.pop_back();
-          break;
-        case nlohmann::json::parse_event_t::key:
-          if (const auto* key = parsed.get_ptr<const nlohmann::json::string_t*>();
-              key != nullptr && !open_objects.empty() && !has_duplicate &&
-              !open_objects.back().insert(*key).second) {
-            has_duplicate = true;
-            duplicate = *key;
-          }
-          break;
-        default:
-          break;
-      }
-      return true;
-    };
-    const nlohmann::json doc = nlohmann::json::parse(json_text.begin(), json_text.end(), track,
-                                                     /*allow_exceptions=*/false);
-    if (doc.is_discarded()) return fail(Errc::malformed, "EP metadata is not valid JSON");
-    if (has_duplicate) {
-      return fail(Errc::malformed,
-                  "EP metadata JSON has a duplicate key " + quote_for_message(duplicate));
-    }
-    return parse_ep_metadata(doc);
-  } catch (const std::exception& e) {
-    return fail(Errc::malformed, std::string("EP metadata is not valid JSON: ") + e.what());
-  }
+  auto doc = ::catalog::json::parse_strict(json_text, "EP metadata", kMaxEpMetadataTextBytes);
+  if (!doc) return std::unexpected(std::move(doc.error()));
+  return parse_ep_metadata(*doc);
 }
 
 }  // namespace catalog

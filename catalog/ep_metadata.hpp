@@ -98,7 +98,7 @@ nlohmann::json to_json(const EpMetadata& m);
 
 // parse_ep_metadata() on JSON text of the same shape ({"epbroker": {...}}), for the
 // CLIs. Errors: Errc::malformed when the text is not JSON (including invalid UTF-8
-// and duplicate object keys anywhere in the text), Errc::too_many above
+// and duplicate object keys anywhere in the text), Errc::too_large above
 // kMaxEpMetadataTextBytes, else as parse_ep_metadata() (a float where an integer
 // or a string is expected is Errc::bad_field). Never throws.
 Result<EpMetadata> parse_ep_metadata_text(std::string_view json_text);

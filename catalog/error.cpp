@@ -1,5 +1,7 @@
 #include "catalog/error.hpp"
 
+#include <cerrno>
+
 namespace catalog {
 
 std::string_view errc_name(Errc code) {
@@ -30,8 +32,12 @@ std::string_view errc_name(Errc code) {
       return "network";
     case Errc::io:
       return "io";
+    case Errc::no_space:
+      return "no_space";
     case Errc::crypto:
       return "crypto";
+    case Errc::unavailable:
+      return "unavailable";
     case Errc::too_many:
       return "too_many";
     case Errc::too_large:
@@ -40,39 +46,14 @@ std::string_view errc_name(Errc code) {
       return "unsafe_entry";
     case Errc::manifest_mismatch:
       return "manifest_mismatch";
-    case Errc::not_authorized:
-      return "not_authorized";
     case Errc::busy:
       return "busy";
     case Errc::cancelled:
       return "cancelled";
   }
-  return "unknown";
+  return "unknown";  // not an Errc value (a cast): the switch above names every one
 }
 
-ErrorKind error_kind(Errc code) {
-  switch (code) {
-    case Errc::invalid_argument:
-      return ErrorKind::InvalidArgument;
-    case Errc::not_found:
-      return ErrorKind::NotFound;
-    case Errc::network:
-      return ErrorKind::Network;
-    case Errc::unsupported:
-      return ErrorKind::Incompatible;
-    case Errc::not_authorized:
-      return ErrorKind::NotAuthorized;
-    case Errc::busy:
-      return ErrorKind::Busy;
-    case Errc::cancelled:
-      return ErrorKind::Cancelled;
-    case Errc::too_large:
-    case Errc::unsafe_entry:
-    case Errc::manifest_mismatch:
-      return ErrorKind::VerificationFailed;
-    default:
-      return ErrorKind::VerificationFailed;
-  }
-}
+Errc errno_code(int err) { return err == ENOSPC || err == EDQUOT ? Errc::no_space : Errc::io; }
 
 }  // namespace catalog

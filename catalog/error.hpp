@@ -1,8 +1,10 @@
 // Typed errors of the catalog layer.
 //
 // Every public function of catalog/ returns Result<T>; no exception crosses the
-// API. The daemon maps Errc onto the org.epbroker.Error.* names in one table
-// (see error_kind()).
+// API. Errc is the catalog's own closed set of codes, fine-grained for its callers
+// (tools, tests, the store); the daemon maps each onto the bus error it reports in
+// one exhaustive switch (daemon/core/error.hpp), and knows its own concepts
+// (authorization, the daemon's state) itself.
 #pragma once
 
 #include <chrono>
@@ -27,28 +29,17 @@ enum class Errc {
   hash_mismatch,     // bytes do not hash to the signed value
   not_found,         // target or role unknown
   network,           // fetch failed (transport, HTTP status)
-  io,                // local filesystem error
+  io,                // local filesystem error (other than no_space)
+  no_space,          // a write found the filesystem full (ENOSPC) or the quota used (EDQUOT)
   crypto,            // OpenSSL failed unexpectedly
-  too_many,          // a bound was exceeded (root rotations, delegations, archive entries)
-  too_large,         // a size bound was exceeded (file, total, expansion ratio, manifest)
+  unavailable,       // this system lacks what the work needs (libarchive without zstd)
+  too_many,          // a count bound was exceeded (root rotations, delegations, entries)
+  too_large,         // a size bound in bytes was exceeded (file, total, ratio, manifest)
   unsafe_entry,      // an archive entry that must not be extracted (path, type, mode)
   // A package's manifest disagrees with its signed catalog entry.
   manifest_mismatch,
-  not_authorized,  // the caller may not do this (polkit or uid policy said no)
-  busy,            // refused while something holds it (a session lease, a job)
-  cancelled,       // a job was cancelled
-};
-
-// Coarse kinds shared with the bus error names org.epbroker.Error.*.
-enum class ErrorKind {
-  NotFound,
-  InvalidArgument,
-  VerificationFailed,
-  Network,
-  Incompatible,
-  NotAuthorized,
-  Busy,
-  Cancelled,
+  busy,       // refused while something holds it (a download's lock, a store's lock)
+  cancelled,  // the caller's cancel hook asked the work to stop
 };
 
 // A typed error: a code plus a human-readable message naming what failed.
@@ -72,7 +63,8 @@ inline std::unexpected<Error> fail(Errc code, std::string message) {
 // Stable lower-case name of a code ("hash_mismatch"), for logs and CLI output.
 std::string_view errc_name(Errc code);
 
-// The coarse kind the daemon reports for a code.
-ErrorKind error_kind(Errc code);
+// The code for a failed system call's errno: no_space for ENOSPC and EDQUOT, io
+// otherwise (callers that tell ENOENT apart do so first).
+Errc errno_code(int err);
 
 }  // namespace catalog

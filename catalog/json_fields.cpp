@@ -1,5 +1,13 @@
 #include "catalog/json_fields.hpp"
 
+#include <exception>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "catalog/text.hpp"
+
 namespace catalog::json {
 
 std::string join(std::string_view path, std::string_view key) {
@@ -115,6 +123,50 @@ Result<const json*> optional_object_field(const json& obj, std::string_view key,
   if (it == obj.end()) return static_cast<const json*>(nullptr);
   if (!it->is_object()) return field_error(join(path, key), "expected object");
   return &*it;
+}
+
+Result<json> parse_strict(std::string_view text, std::string_view what, std::size_t max_bytes) {
+  const std::string name(what);
+  if (text.size() > max_bytes) {
+    return fail(Errc::too_large, name + " larger than " + std::to_string(max_bytes) + " bytes (" +
+                                     std::to_string(text.size()) + ")");
+  }
+  try {
+    // Keys seen in each object still open, innermost last.
+    std::vector<std::set<std::string>> open_objects;
+    std::optional<std::string> duplicate;
+    const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
+      switch (event) {
+        case json::parse_event_t::object_start:
+          open_objects.emplace_back();
+          break;
+        case json::parse_event_t::object_end:
+          if (!open_objects.empty()) open_objects.pop_back();
+          break;
+        case json::parse_event_t::key:
+          if (const auto* key = parsed.get_ptr<const json::string_t*>();
+              key != nullptr && !open_objects.empty() && !duplicate &&
+              !open_objects.back().insert(*key).second) {
+            duplicate = *key;
+          }
+          break;
+        case json::parse_event_t::array_start:
+        case json::parse_event_t::array_end:
+        case json::parse_event_t::value:
+          break;
+      }
+      return true;
+    };
+    json doc = json::parse(text.begin(), text.end(), track, /*allow_exceptions=*/false);
+    if (doc.is_discarded()) return fail(Errc::malformed, name + " is not valid JSON");
+    if (duplicate) {
+      return fail(Errc::malformed,
+                  name + " JSON has a duplicate key " + quote_for_message(*duplicate));
+    }
+    return doc;
+  } catch (const std::exception& e) {
+    return fail(Errc::malformed, name + " is not valid JSON: " + e.what());
+  }
 }
 
 }  // namespace catalog::json

@@ -4,6 +4,7 @@
 // expected unsigned integer"), so a rejected document says exactly what was wrong.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -15,6 +16,13 @@
 namespace catalog::json {
 
 using nlohmann::json;
+
+// Parses `text` as one JSON document, strictly: at most `max_bytes` (else Errc::too_large,
+// "WHAT larger than N bytes (SIZE)"), valid JSON (else Errc::malformed, "WHAT is not
+// valid JSON"), and no object with a key twice (else Errc::malformed, "WHAT JSON has a
+// duplicate key "K""): two parsers could otherwise read different values. Deep nesting
+// is an error, not a crash. `what` names the document ("manifest", "EP metadata").
+Result<json> parse_strict(std::string_view text, std::string_view what, std::size_t max_bytes);
 
 // Error with Errc::bad_field and "path: what".
 std::unexpected<Error> field_error(std::string_view path, std::string_view what);

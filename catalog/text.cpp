@@ -1,6 +1,7 @@
 #include "catalog/text.hpp"
 
 #include <cstdint>
+#include <cstdio>
 
 namespace catalog {
 
@@ -64,6 +65,18 @@ std::string quote_for_message(std::string_view s, std::size_t max_bytes) {
   out.push_back('"');
   if (cut) out += "...";
   return out;
+}
+
+std::string_view trim(std::string_view s, std::string_view blanks) {
+  const auto first = s.find_first_not_of(blanks);
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(blanks) - first + 1);
+}
+
+std::string mode_text(std::uint32_t mode) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0%03o", mode & 07777U);
+  return buf;
 }
 
 }  // namespace catalog

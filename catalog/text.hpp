@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,5 +17,13 @@ std::optional<std::size_t> utf8_length(std::string_view s);
 // ASCII is kept (with \" and \\ escaped), every other byte is written as \xNN.
 // Input longer than `max_bytes` is cut and marked with "...".
 std::string quote_for_message(std::string_view s, std::size_t max_bytes = 64);
+
+// `s` without the leading and trailing bytes that are in `blanks` (by default ASCII
+// whitespace: space, \t, \n, \r, \v, \f).
+std::string_view trim(std::string_view s, std::string_view blanks = " \t\n\r\v\f");
+
+// Permission bits (mode & 07777) in octal with a leading 0 and at least 4 digits, for
+// messages: "0644", "0755", "04755".
+std::string mode_text(std::uint32_t mode);
 
 }  // namespace catalog

@@ -1,5 +1,5 @@
-// An owned file descriptor (RAII, move-only), for code that works through
-// descriptors (openat/O_NOFOLLOW walks, fsync) rather than paths.
+// The one owned file descriptor type (RAII, move-only), for code that works through
+// descriptors (openat/O_NOFOLLOW walks, fsync, locks) rather than paths.
 #pragma once
 
 #include <unistd.h>
@@ -30,6 +30,8 @@ class UniqueFd {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  // Gives the descriptor up without closing it (to an owner that closes it itself).
+  int release() { return std::exchange(fd_, -1); }
   // Closes and reports the error close() saw (a delayed write error).
   int close_checked() {
     const int rc = ::close(std::exchange(fd_, -1));

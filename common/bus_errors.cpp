@@ -1,58 +1,40 @@
 #include "common/bus_errors.hpp"
 
-#include <array>
-#include <utility>
-
 namespace common {
-namespace {
 
-constexpr std::array<std::pair<BusError, std::string_view>, 8> kNames{{
-    {BusError::NotFound, "org.epbroker.Error.NotFound"},
-    {BusError::NotAuthorized, "org.epbroker.Error.NotAuthorized"},
-    {BusError::InvalidArgument, "org.epbroker.Error.InvalidArgument"},
-    {BusError::Incompatible, "org.epbroker.Error.Incompatible"},
-    {BusError::VerificationFailed, "org.epbroker.Error.VerificationFailed"},
-    {BusError::Network, "org.epbroker.Error.Network"},
-    {BusError::Busy, "org.epbroker.Error.Busy"},
-    {BusError::Cancelled, "org.epbroker.Error.Cancelled"},
-}};
-
-}  // namespace
-
+// The one table of names. An exhaustive switch: a new BusError does not compile
+// until it has its name.
 std::string_view bus_error_name(BusError e) {
-  for (const auto& [code, name] : kNames) {
-    if (code == e) return name;
+  switch (e) {
+    case BusError::NotFound:
+      return "org.epbroker.Error.NotFound";
+    case BusError::NotAuthorized:
+      return "org.epbroker.Error.NotAuthorized";
+    case BusError::InvalidArgument:
+      return "org.epbroker.Error.InvalidArgument";
+    case BusError::Incompatible:
+      return "org.epbroker.Error.Incompatible";
+    case BusError::VerificationFailed:
+      return "org.epbroker.Error.VerificationFailed";
+    case BusError::Network:
+      return "org.epbroker.Error.Network";
+    case BusError::Busy:
+      return "org.epbroker.Error.Busy";
+    case BusError::Cancelled:
+      return "org.epbroker.Error.Cancelled";
+    case BusError::DiskFull:
+      return "org.epbroker.Error.DiskFull";
+    case BusError::Internal:
+      return "org.epbroker.Error.Internal";
   }
-  return "org.epbroker.Error.InvalidArgument";
+  return "org.epbroker.Error.Internal";  // not a BusError value (a cast)
 }
 
 std::optional<BusError> bus_error_from_name(std::string_view name) {
-  for (const auto& [code, n] : kNames) {
-    if (n == name) return code;
+  for (const BusError e : kAllBusErrors) {
+    if (bus_error_name(e) == name) return e;
   }
   return std::nullopt;
-}
-
-BusError to_bus_error(const catalog::Error& e) {
-  switch (catalog::error_kind(e.code)) {
-    case catalog::ErrorKind::NotFound:
-      return BusError::NotFound;
-    case catalog::ErrorKind::InvalidArgument:
-      return BusError::InvalidArgument;
-    case catalog::ErrorKind::Network:
-      return BusError::Network;
-    case catalog::ErrorKind::Incompatible:
-      return BusError::Incompatible;
-    case catalog::ErrorKind::VerificationFailed:
-      return BusError::VerificationFailed;
-    case catalog::ErrorKind::NotAuthorized:
-      return BusError::NotAuthorized;
-    case catalog::ErrorKind::Busy:
-      return BusError::Busy;
-    case catalog::ErrorKind::Cancelled:
-      return BusError::Cancelled;
-  }
-  return BusError::InvalidArgument;
 }
 
 }  // namespace common

@@ -1,7 +1,7 @@
-// epbrokerd: wires the core to the bus. Order matters: parse flags and config
-// (any error: one message on stderr, exit 1), set up the log, open the store and
-// discover hardware (Broker::create), register every object, then request the bus
-// name, then tell systemd we are ready.
+// epbrokerd: wires the core to the bus. Order matters: parse flags (a usage error:
+// one line on stderr, exit 2) and config (any error: one message on stderr, exit 1),
+// set up the log, open the store and discover hardware (Broker::create), register
+// every object, then request the bus name, then tell systemd we are ready.
 //
 // Stopping (idle exit or SIGTERM/SIGINT), in this order:
 //   1. enter "stopping" (atomically with respect to calls: see dbus/lifecycle.hpp):
@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 
+#include "daemon/config/command_line.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/authorizer.hpp"
 #include "daemon/core/broker.hpp"
@@ -52,7 +53,7 @@ constexpr auto kDrainWait = 5s;
 class LoggedUidAuthorizer final : public core::Authorizer {
  public:
   explicit LoggedUidAuthorizer(std::vector<uid_t> allowed) : inner_(std::move(allowed)) {}
-  catalog::Result<void> check(const core::RequestContext& ctx, core::Action action) override {
+  core::Result<void> check(const core::RequestContext& ctx, core::Action action) override {
     auto ok = inner_.check(ctx, action);
     if (!ok) log::info("refused {} to {} (uid {})", core::action_id(action), ctx.sender, ctx.uid);
     return ok;
@@ -200,8 +201,8 @@ int main(int argc, char** argv) {
   // 1. Flags and configuration.
   auto options = config::parse_command_line(argc, argv);
   if (!options) {
-    std::cerr << "epbrokerd: " << options.error().message << "\nTry 'epbrokerd --help'.\n";
-    return 1;
+    std::cerr << "epbrokerd: " << options.error().message << "\n";
+    return 2;
   }
   if (options->help) {
     std::cout << config::usage();

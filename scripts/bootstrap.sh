@@ -52,7 +52,7 @@ ORT_LAYOUT=1
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git clang-format
   libsdbus-c++-dev libsdbus-c++-bin libsystemd-dev libcurl4-openssl-dev libssl-dev
-  nlohmann-json3-dev libarchive-dev libspdlog-dev libgtest-dev libgmock-dev
+  nlohmann-json3-dev libarchive-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
   dbus-daemon python3 python3-venv zstd curl ca-certificates unzip patchelf libxml2-utils systemd
   libonnx-testdata mesa-vulkan-drivers libvulkan1 nginx-light
   # tests/fuzz (libFuzzer): clang >= 19, the first whose __cpp_concepts lets

@@ -34,7 +34,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEPBROKER_WERROR=OFF \
 cmake --build build --target epbrokerd epbroker-publish epbrokerctl epbroker-run \
   openvino-package webgpu-package onnxruntime-package >/dev/null
 B=$ROOT_DIR/build
-PUBLISH=$B/catalog/tools/epbroker-publish
+PUBLISH=$B/tools/epbroker-publish
 CTL=$B/client/epbrokerctl/epbrokerctl
 RUN=$B/client/epbroker-run/epbroker-run
 

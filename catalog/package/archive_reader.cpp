@@ -168,7 +168,7 @@ Result<std::unique_ptr<ArchiveReader>> open_libarchive_reader(const std::filesys
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int e = errno;
-    return fail(e == ENOENT ? Errc::not_found : Errc::io,
+    return fail(e == ENOENT ? Errc::not_found : errno_code(e),
                 "open " + path.string() + ": " + std::strerror(e));
   }
   return open_libarchive_reader(fd);

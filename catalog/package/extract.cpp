@@ -29,22 +29,16 @@ constexpr std::size_t kCopyBufferBytes = std::size_t{1} << 20;
 
 using Fd = catalog::UniqueFd;
 
-std::string octal(std::uint32_t mode) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "0%o", mode);
-  return buf;
-}
-
 std::string entry_name(std::string_view path) { return "entry " + quote_for_message(path, 96); }
 
 std::unexpected<Error> entry_error(Errc code, std::string_view path, const std::string& what) {
   return fail(code, entry_name(path) + ": " + what);
 }
 
-// Errc::io (or the caller's code) with strerror(errno).
+// Errc::io (no_space for a full disk) with strerror(errno).
 std::unexpected<Error> sys_error(std::string_view path, const std::string& what) {
   const int e = errno;
-  return entry_error(Errc::io, path, what + ": " + std::strerror(e));
+  return entry_error(errno_code(e), path, what + ": " + std::strerror(e));
 }
 
 // Prefixes an error from the reader with the entry it happened in.
@@ -171,12 +165,12 @@ Result<std::string> checked_path(const EntryInfo& e, const ExtractLimits& limits
   // 3. The mode: no setuid/setgid/sticky; 0644/0755 for files, 0755 for directories.
   if ((e.mode & 07000u) != 0) {
     return entry_error(Errc::unsafe_entry, path,
-                       "setuid/setgid/sticky bits refused (mode " + octal(e.mode) + ")");
+                       "setuid/setgid/sticky bits refused (mode " + mode_text(e.mode) + ")");
   }
   if (e.type == EntryType::directory ? e.mode != 0755u : e.mode != 0755u && e.mode != 0644u) {
     return entry_error(Errc::unsafe_entry, path,
                        std::string(e.type == EntryType::directory ? "directory" : "file") +
-                           " mode " + octal(e.mode) +
+                           " mode " + mode_text(e.mode) +
                            (e.type == EntryType::directory ? " refused (must be 0755)"
                                                            : " refused (must be 0644 or 0755)"));
   }
@@ -413,8 +407,9 @@ class Extractor {
     }
     const std::uint32_t mode = f.executable ? kExecutableMode : kRegularMode;
     if (e.mode != mode) {
-      return entry_error(Errc::unsafe_entry, path,
-                         "mode " + octal(e.mode) + " but manifest.json lists " + octal(mode));
+      return entry_error(
+          Errc::unsafe_entry, path,
+          "mode " + mode_text(e.mode) + " but manifest.json lists " + mode_text(mode));
     }
     // 3. Create it exclusively in its (safely opened) directory.
     const std::size_t slash = path.rfind('/');
@@ -512,7 +507,7 @@ Result<std::pair<std::unique_ptr<ArchiveReader>, std::uint64_t>> open_package(co
   const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int e = errno;
-    return fail(e == ENOENT ? Errc::not_found : Errc::io,
+    return fail(e == ENOENT ? Errc::not_found : errno_code(e),
                 "open " + p.string() + ": " + std::strerror(e));
   }
   struct stat st {};

@@ -241,46 +241,9 @@ std::optional<std::string> path_problem(std::string_view path, std::size_t max_b
 }
 
 Result<Manifest> parse_manifest(std::string_view text) {
-  if (text.size() > kMaxManifestBytes) {
-    return fail(Errc::too_large, "manifest larger than " + std::to_string(kMaxManifestBytes) +
-                                     " bytes (" + std::to_string(text.size()) + ")");
-  }
-  try {
-    // Duplicate keys are refused: two parsers could otherwise read different values.
-    std::vector<std::set<std::string>> open_objects;
-    std::string duplicate;
-    bool has_duplicate = false;
-    const json::parser_callback_t track = [&](int, json::parse_event_t event, json& parsed) {
-      switch (event) {
-        case json::parse_event_t::object_start:
-          open_objects.emplace_back();
-          break;
-        case json::parse_event_t::object_end:
-          if (!open_objects.empty()) open_objects.pop_back();
-          break;
-        case json::parse_event_t::key:
-          if (const auto* key = parsed.get_ptr<const json::string_t*>();
-              key != nullptr && !open_objects.empty() && !has_duplicate &&
-              !open_objects.back().insert(*key).second) {
-            has_duplicate = true;
-            duplicate = *key;
-          }
-          break;
-        default:
-          break;
-      }
-      return true;
-    };
-    const json doc = json::parse(text.begin(), text.end(), track, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) return fail(Errc::malformed, "manifest is not valid JSON");
-    if (has_duplicate) {
-      return fail(Errc::malformed,
-                  "manifest JSON has a duplicate key " + quote_for_message(duplicate));
-    }
-    return parse_document(doc);
-  } catch (const std::exception& e) {
-    return fail(Errc::malformed, std::string("manifest is not valid JSON: ") + e.what());
-  }
+  auto doc = ::catalog::json::parse_strict(text, "manifest", kMaxManifestBytes);
+  if (!doc) return std::unexpected(std::move(doc.error()));
+  return parse_document(*doc);
 }
 
 nlohmann::json to_json(const Manifest& m) {

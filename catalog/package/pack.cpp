@@ -35,7 +35,7 @@ struct SourceFile {
 
 std::unexpected<Error> sys_error(const fs::path& p, const std::string& what) {
   const int e = errno;
-  return fail(e == ENOENT ? Errc::not_found : Errc::io,
+  return fail(e == ENOENT ? Errc::not_found : errno_code(e),
               what + " " + p.string() + ": " + std::strerror(e));
 }
 

@@ -24,16 +24,33 @@ MirrorVerdict mirror_verdict(Errc code) {
   switch (code) {
     case Errc::network:
       return MirrorVerdict::retry;
+    // Local trouble, or the caller's: no other mirror can help.
     case Errc::cancelled:
     case Errc::io:
+    case Errc::no_space:
     case Errc::invalid_argument:
     case Errc::crypto:
-    case Errc::not_authorized:
+    case Errc::unavailable:
     case Errc::busy:
       return MirrorVerdict::stop;
-    default:
+    // What this mirror served: another may serve it right.
+    case Errc::malformed:
+    case Errc::bad_field:
+    case Errc::unsupported:
+    case Errc::bad_signature:
+    case Errc::expired:
+    case Errc::rollback:
+    case Errc::version_mismatch:
+    case Errc::length_mismatch:
+    case Errc::hash_mismatch:
+    case Errc::not_found:
+    case Errc::too_many:
+    case Errc::too_large:
+    case Errc::unsafe_entry:
+    case Errc::manifest_mismatch:
       return MirrorVerdict::next;
   }
+  return MirrorVerdict::stop;  // not an Errc value
 }
 
 Result<void> try_mirrors(std::size_t count, const RetryPolicy& policy,

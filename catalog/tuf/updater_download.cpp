@@ -116,7 +116,8 @@ class Partial {
 
  private:
   std::unexpected<Error> io_error(const char* what) const {
-    return fail(Errc::io, std::string(what) + " " + file_ + ": " + std::strerror(errno));
+    const int e = errno;
+    return fail(errno_code(e), std::string(what) + " " + file_ + ": " + std::strerror(e));
   }
 
   int fd_;
@@ -179,7 +180,10 @@ Result<std::filesystem::path> Updater::download_target(const TargetFile& info,
   std::filesystem::create_directories(dest.parent_path(), ec);
   const std::string part = partial_path(info, path).string();
   int fd = ::open(part.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return fail(Errc::io, "open " + part + ": " + std::strerror(errno));
+  if (fd < 0) {
+    const int e = errno;
+    return fail(errno_code(e), "open " + part + ": " + std::strerror(e));
+  }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     const int err = errno;
     ::close(fd);
@@ -242,7 +246,8 @@ Result<std::filesystem::path> Updater::download_target(const TargetFile& info,
 
   // 4. Durable, then visible under its final name.
   if (::fsync(partial.fd()) != 0) {
-    return finish_failed({Errc::io, "fsync " + part + ": " + std::strerror(errno)});
+    const int e = errno;
+    return finish_failed({errno_code(e), "fsync " + part + ": " + std::strerror(e)});
   }
   ::fchmod(partial.fd(), 0644);
   if (::rename(part.c_str(), dest.c_str()) != 0) {

@@ -1,4 +1,4 @@
-// epbroker-run's command line.
+// epbroker-run's command line, read with CLI11.
 #pragma once
 
 #include <cstdint>
@@ -51,11 +51,18 @@ struct Options {
   bool no_install = false;
   // --library NAME=PATH: plugin EP libraries registered directly (implies no_broker).
   std::vector<std::pair<std::string, std::filesystem::path>> libraries;
-  bool help = false;
+  bool help = false;     // -h/--help: print usage(), exit kOk
+  bool version = false;  // --version: print the version, exit kOk
 };
 
-// Parses argv; an error message (for "epbroker-run: ...") on a bad command line.
-std::expected<Options, std::string> parse_args(int argc, char** argv);
+// Parses argv[1..argc) with CLI11 ("--opt VALUE" or "--opt=VALUE", options and MODEL
+// in any order, "--" ends the options; a repeated option keeps its last value, but
+// --input and --library add one each). --help and --version are answered even with
+// no model or an unknown option; a bad value is reported instead. Errors: a one-line
+// message (for "epbroker-run: ...") naming the problem: an unknown option, a missing
+// or bad value (numbers are decimal), no model or a second one, an --input name given
+// twice, --policy with --ep/--device.
+std::expected<Options, std::string> parse_args(int argc, const char* const* argv);
 
 // The --help text.
 std::string usage();

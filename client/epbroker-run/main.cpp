@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <iostream>
 
+#include "client/epbroker-run/acquire.hpp"
 #include "client/epbroker-run/args.hpp"
-#include "client/epbroker-run/broker.hpp"
 #include "client/epbroker-run/report.hpp"
 #include "client/epbroker-run/tensors.hpp"
 
@@ -303,6 +303,10 @@ int main(int argc, char** argv) {
   }
   if (options->help) {
     std::cout << usage();
+    return kOk;
+  }
+  if (options->version) {
+    std::cout << "epbroker-run " << EPBROKER_VERSION << "\n";
     return kOk;
   }
   try {

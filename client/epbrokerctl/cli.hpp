@@ -1,4 +1,5 @@
-// epbrokerctl: the command line (commands, options, help texts, exit codes).
+// epbrokerctl: the command line (commands, options, help texts, exit codes), read
+// with CLI11: one subcommand per command, plus `help [COMMAND]`.
 #pragma once
 
 #include <expected>
@@ -21,11 +22,9 @@ enum Exit : int {
 
 struct CommandInfo {
   std::string_view name;
-  std::string_view synopsis;  // "install NAME"
-  std::string_view summary;   // one line
-  std::string_view details;   // the rest of `COMMAND --help`
-  std::size_t min_args;
-  std::size_t max_args;
+  std::string_view arg;      // its one (required) argument, "NAME"; "" = it takes none
+  std::string_view summary;  // one line
+  std::string_view details;  // the rest of `COMMAND --help`
 };
 
 const std::vector<CommandInfo>& commands();
@@ -40,11 +39,18 @@ struct Invocation {
   std::string bus_address;  // "" = $EPBROKER_BUS_ADDRESS, else the system bus
 };
 
-// Options may come before or after the command; "--" ends them. Errors name
-// what was wrong (the caller prints them with the usage line, exit kUsage).
+// argv[0] is the program. Options may come before or after the command; "--" ends
+// them (also when it comes before the command); a repeated --bus-address keeps the
+// last. `help [COMMAND]` is `[COMMAND] --help`. --help and --version are answered
+// even with a command or argument missing, unknown or extra. Errors: a one-line
+// message naming what was wrong (an unknown option or command, a missing or extra
+// argument, a missing or empty --bus-address value, a value given to --json, no
+// command); the caller prints it with a pointer to --help and exits kUsage.
 std::expected<Invocation, std::string> parse_args(const std::vector<std::string>& argv);
 
+// `epbrokerctl --help`: the commands, the options, the exit status.
 std::string tool_help();
+// `epbrokerctl COMMAND --help`, `epbrokerctl help COMMAND`.
 std::string command_help(const CommandInfo& c);
 
 }  // namespace epbrokerctl

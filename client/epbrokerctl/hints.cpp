@@ -21,6 +21,8 @@ int exit_code_for(const epbroker::Error& e) {
     case Errc::busy:
     case Errc::cancelled:
     case Errc::protocol:
+    case Errc::disk_full:
+    case Errc::internal:
       return kFailed;
   }
   return kFailed;
@@ -82,6 +84,12 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
     case Errc::protocol:
       return "epbrokerctl and epbrokerd may be different versions: compare `epbrokerctl "
              "--version` with `epbrokerctl status`.";
+    case Errc::disk_full:
+      return "Free space where epbrokerd keeps its store and downloads (/var/lib/epbroker, "
+             "/var/cache/epbroker; `epbrokerctl status` shows the store's size) and try again.";
+    case Errc::internal:
+      return "epbrokerd failed on its own side; `journalctl -u epbrokerd` has the details. "
+             "Please report it if it persists.";
   }
   return "";
 }

@@ -52,8 +52,12 @@ Errc errc_of(common::BusError e) {
       return Errc::busy;
     case common::BusError::Cancelled:
       return Errc::cancelled;
+    case common::BusError::DiskFull:
+      return Errc::disk_full;
+    case common::BusError::Internal:
+      return Errc::internal;
   }
-  return Errc::protocol;
+  return Errc::protocol;  // not a BusError value
 }
 
 // D-Bus's own error names (the bus, sd-bus and errno-derived ones) by what they

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <initializer_list>
@@ -41,7 +40,6 @@ constexpr std::uint64_t kMaxFetchAttempts = 16;
 constexpr std::uint64_t kMaxRetryAfter = 3600;
 constexpr int kMinPriority = -1000;
 constexpr int kMaxPriority = 1000;
-constexpr std::size_t kMaxBusAddressBytes = 4096;
 
 // ---- reading -------------------------------------------------------------------
 
@@ -97,12 +95,9 @@ std::string at(const std::string& file, std::size_t line) {
   return file + ":" + std::to_string(line) + ": ";
 }
 
-std::string_view trim(std::string_view s) {
-  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
-  while (!s.empty() && blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && blank(s.back())) s.remove_suffix(1);
-  return s;
-}
+// Blanks around keys and values: spaces and tabs only (a carriage return is refused
+// where the line is read, not trimmed away).
+std::string_view trim(std::string_view s) { return catalog::trim(s, " \t"); }
 
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
@@ -641,137 +636,6 @@ Result<Config> load_config(const Paths& paths) {
                      if (a.priority != b.priority) return a.priority > b.priority;
                      return a.name < b.name;
                    });
-  return config;
-}
-
-// ---- command line --------------------------------------------------------------
-
-std::string usage() {
-  return "Usage: epbrokerd [OPTION]...\n"
-         "The epbroker daemon: brokers ONNX Runtime execution provider packages from\n"
-         "signed catalogs over D-Bus (org.epbroker.Broker1). Normally started by D-Bus\n"
-         "activation through systemd (epbrokerd.service).\n"
-         "\n"
-         "Options (every one also accepts --option=VALUE):\n"
-         "  --config-dir DIR    configuration: DIR/epbroker.conf, DIR/remotes.d/*.conf\n"
-         "                      (default /etc/epbroker)\n"
-         "  --state-dir DIR     trusted metadata and the package store\n"
-         "                      (default /var/lib/epbroker)\n"
-         "  --cache-dir DIR     partial downloads (default /var/cache/epbroker)\n"
-         "  --sysfs-root DIR    where sysfs is mounted (default /sys)\n"
-         "  --procfs-root DIR   where procfs is mounted (default /proc)\n"
-         "  --library-root DIR  the root under which etc/ld.so.conf and the shared\n"
-         "                      library directories are read, for packages' \"requires\"\n"
-         "                      (default /)\n"
-         "  --bus-address ADDR  D-Bus address to serve on instead of the system bus\n"
-         "                      (default: $EPBROKER_BUS_ADDRESS if set)\n"
-         "  --idle-timeout SEC  exit after SEC idle seconds, 0 = never (overrides\n"
-         "                      idle_timeout_sec of epbroker.conf)\n"
-         "  --log-level LEVEL   trace, debug, info, warn or error (overrides log_level)\n"
-         "  -h, --help          print this help and exit\n"
-         "  --version           print the version and exit\n"
-         "\n"
-         "epbroker.conf [daemon] keys: idle_timeout_sec, refresh_interval_sec,\n"
-         "max_sessions_per_client, max_jobs_per_client, install_group, log_level; for\n"
-         "fetching: connect_timeout_sec (default 10), low_speed_limit_bytes (1024) and\n"
-         "low_speed_time_sec (30): slower transfers are aborted, transfer_timeout_sec\n"
-         "(300, 0 = none), fetch_attempts (4), max_retry_after_sec (60: longest\n"
-         "Retry-After honoured). remotes.d/*.conf [remote] keys: name, metadata_url,\n"
-         "targets_url, mirrors, trusted_root, allow_http, ca_file, priority, enabled.\n";
-}
-
-Result<Options> parse_command_line(int argc, const char* const* argv) {
-  Options o;
-  std::set<std::string, std::less<>> seen;
-  const auto bad = [](std::string msg) {
-    return fail(Errc::invalid_argument, std::move(msg) + " (see --help)");
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i] != nullptr ? argv[i] : "";
-    std::string_view flag = arg;
-    std::optional<std::string_view> value;
-    if (arg.starts_with("--")) {
-      if (const std::size_t eq = arg.find('='); eq != std::string_view::npos) {
-        flag = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-      }
-    } else if (arg != "-h") {
-      return bad("unexpected argument " + quote_for_message(arg));
-    }
-    if (flag == "--help" || flag == "-h" || flag == "--version") {
-      if (value) return bad(std::string(flag) + " takes no value");
-      (flag == "--version" ? o.version : o.help) = true;
-      return o;
-    }
-    static constexpr std::string_view kWithValue[] = {
-        "--config-dir",   "--state-dir",   "--cache-dir",    "--sysfs-root", "--procfs-root",
-        "--library-root", "--bus-address", "--idle-timeout", "--log-level"};
-    if (std::find(std::begin(kWithValue), std::end(kWithValue), flag) == std::end(kWithValue)) {
-      return bad("unknown option " + quote_for_message(flag));
-    }
-    if (!value) {
-      if (i + 1 >= argc || argv[i + 1] == nullptr ||
-          std::string_view(argv[i + 1]).starts_with("--")) {
-        return bad(std::string(flag) + " needs a value");
-      }
-      value = argv[++i];
-    }
-    if (value->empty()) return bad(std::string(flag) + ": empty value");
-    if (!seen.insert(std::string(flag)).second) return bad(std::string(flag) + " given twice");
-
-    const auto dir = [&](fs::path& out) -> Result<void> {
-      if (value->size() > kMaxPathBytes) return bad(std::string(flag) + ": path too long");
-      std::error_code ec;
-      fs::path p = fs::absolute(fs::path(*value), ec);
-      if (ec) return bad(std::string(flag) + ": " + ec.message());
-      out = p.lexically_normal();
-      return {};
-    };
-    Result<void> ok;
-    if (flag == "--config-dir") {
-      ok = dir(o.paths.config_dir);
-    } else if (flag == "--state-dir") {
-      ok = dir(o.paths.state_dir);
-    } else if (flag == "--cache-dir") {
-      ok = dir(o.paths.cache_dir);
-    } else if (flag == "--sysfs-root") {
-      ok = dir(o.paths.sysfs_root);
-    } else if (flag == "--procfs-root") {
-      ok = dir(o.paths.procfs_root);
-    } else if (flag == "--library-root") {
-      ok = dir(o.paths.library_root);
-    } else if (flag == "--bus-address") {
-      if (value->size() > kMaxBusAddressBytes) return bad("--bus-address: too long");
-      o.bus_address = std::string(*value);
-    } else if (flag == "--idle-timeout") {
-      auto v = uint_in(*value, 0, kMaxIdleTimeout, "--idle-timeout: ");
-      if (!v) return fail(Errc::invalid_argument, v.error().message);
-      o.idle_timeout = std::chrono::seconds(*v);
-    } else if (flag == "--log-level") {
-      auto v = parse_log_level(*value);
-      if (!v) return fail(Errc::invalid_argument, "--log-level: " + v.error().message);
-      o.log_level = *v;
-    }
-    if (!ok) return std::unexpected(ok.error());
-  }
-  if (o.bus_address.empty()) {
-    if (const char* env = std::getenv("EPBROKER_BUS_ADDRESS"); env != nullptr) {
-      const std::string_view e(env);
-      if (e.size() > kMaxBusAddressBytes) {
-        return fail(Errc::invalid_argument, "EPBROKER_BUS_ADDRESS: too long");
-      }
-      o.bus_address = std::string(e);
-    }
-  }
-  return o;
-}
-
-Result<Config> load_config(const Options& options) {
-  auto config = load_config(options.paths);
-  if (!config) return config;
-  if (options.idle_timeout) config->daemon.idle_timeout = *options.idle_timeout;
-  if (options.log_level) config->daemon.log_level = *options.log_level;
-  config->bus_address = options.bus_address;
   return config;
 }
 

@@ -1,4 +1,5 @@
-// epbrokerd's configuration: the files under /etc/epbroker and the command line.
+// epbrokerd's configuration: the files under /etc/epbroker (the command line, whose
+// flags override some of them, is in command_line.hpp).
 //
 // Files (every refusal names file:line and the key; nothing is half-applied):
 //
@@ -188,32 +189,5 @@ struct Config {
 //   Errc::io         a file or directory that exists but cannot be read, or a
 //                    remotes.d/*.conf entry that is not a regular file.
 Result<Config> load_config(const Paths& paths);
-
-// The daemon's command line (see usage()).
-struct Options {
-  bool help = false;     // --help / -h: print usage(), exit 0
-  bool version = false;  // --version: print the version, exit 0
-  Paths paths;           // defaults unless given by flags
-  // --bus-address, else a non-empty EPBROKER_BUS_ADDRESS; empty = the system bus.
-  std::string bus_address;
-  std::optional<std::chrono::seconds> idle_timeout;  // --idle-timeout, overrides the file
-  std::optional<LogLevel> log_level;                 // --log-level, overrides the file
-};
-
-// Parses argv[1..argc). Accepts "--flag VALUE" and "--flag=VALUE". Directory flags
-// must be non-empty and are made absolute (against the current directory). Values are
-// checked as in the files (--idle-timeout 0..604800, --log-level a level name).
-// Returns at the first --help/--version seen, with the flags before it applied.
-// Errors, all Errc::invalid_argument with a message naming the flag: unknown flag,
-// positional argument, missing or empty value, bad value, a flag given twice.
-// Reads EPBROKER_BUS_ADDRESS from the environment when --bus-address is absent.
-Result<Options> parse_command_line(int argc, const char* const* argv);
-
-// The --help text (ends with a newline).
-std::string usage();
-
-// load_config(options.paths), then the flags on top: --idle-timeout and --log-level
-// replace the files' values; bus_address is taken from the options.
-Result<Config> load_config(const Options& options);
 
 }  // namespace epbrokerd::config

@@ -8,13 +8,12 @@ std::string_view action_id(Action a) {
   return a == Action::install ? "org.epbroker.install" : "org.epbroker.manage";
 }
 
-catalog::Result<void> UidAuthorizer::check(const RequestContext& ctx, Action action) {
+Result<void> UidAuthorizer::check(const RequestContext& ctx, Action action) {
   if (ctx.uid == 0 || std::find(allowed_.begin(), allowed_.end(), ctx.uid) != allowed_.end()) {
     return {};
   }
-  return catalog::fail(
-      catalog::Errc::not_authorized,
-      "uid " + std::to_string(ctx.uid) + " may not perform " + std::string(action_id(action)));
+  return fail(Errc::NotAuthorized, "uid " + std::to_string(ctx.uid) + " may not perform " +
+                                       std::string(action_id(action)));
 }
 
 }  // namespace epbrokerd::core

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "catalog/error.hpp"
+#include "daemon/core/error.hpp"
 #include "daemon/core/request_context.hpp"
 
 namespace epbrokerd::core {
@@ -21,9 +21,9 @@ std::string_view action_id(Action a);  // "org.epbroker.install", ...
 class Authorizer {
  public:
   virtual ~Authorizer() = default;
-  // Ok when `ctx` may perform `action`; Errc::not_authorized otherwise, with a
+  // Ok when `ctx` may perform `action`; Errc::NotAuthorized otherwise, with a
   // message saying what was refused and why. May block (polkit may ask the user).
-  virtual catalog::Result<void> check(const RequestContext& ctx, Action action) = 0;
+  virtual Result<void> check(const RequestContext& ctx, Action action) = 0;
 };
 
 // Allows uid 0 and the uids in `allowed`; refuses everyone else. For tests and
@@ -31,7 +31,7 @@ class Authorizer {
 class UidAuthorizer : public Authorizer {
  public:
   explicit UidAuthorizer(std::vector<uid_t> allowed = {}) : allowed_(std::move(allowed)) {}
-  catalog::Result<void> check(const RequestContext& ctx, Action action) override;
+  Result<void> check(const RequestContext& ctx, Action action) override;
 
  private:
   std::vector<uid_t> allowed_;

@@ -18,9 +18,6 @@ namespace epbrokerd::core {
 namespace {
 
 namespace fs = std::filesystem;
-using catalog::Errc;
-using catalog::fail;
-using catalog::Result;
 
 // Package names as the catalog allows them; checked before any lookup.
 bool valid_name(const std::string& name) {
@@ -95,13 +92,13 @@ Broker::Broker(BrokerOptions options, BrokerListener* listener, store::Store sto
 
 Result<std::unique_ptr<Broker>> Broker::create(BrokerOptions options, BrokerListener* listener) {
   if (options.authorizer == nullptr || !options.fetcher_factory) {
-    return fail(Errc::invalid_argument, "broker needs an authorizer and a fetcher factory");
+    return fail(Errc::InvalidArgument, "broker needs an authorizer and a fetcher factory");
   }
   // The store is locked while another instance (one exiting when idle) still has it
   // open: wait for it rather than fail the activation that started us.
   auto store = store::Store::open(options.config.paths.state_dir);
   const auto lock_deadline = std::chrono::steady_clock::now() + options.store_lock_wait;
-  while (!store && store.error().code == Errc::busy &&
+  while (!store && store.error().code == catalog::Errc::busy &&
          std::chrono::steady_clock::now() < lock_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     store = store::Store::open(options.config.paths.state_dir);
@@ -298,20 +295,20 @@ std::string Broker::catalog_expires() const {
 
 Result<std::uint64_t> Broker::ensure_provider(const RequestContext& ctx, const std::string& name) {
   // 1. Arguments, then authority, then the catalog.
-  if (!valid_name(name)) return fail(Errc::invalid_argument, "invalid package name");
+  if (!valid_name(name)) return fail(Errc::InvalidArgument, "invalid package name");
   if (auto ok = options_.authorizer->check(ctx, Action::install); !ok) {
     return std::unexpected(ok.error());
   }
   std::string reason;
   auto entry = best_entry(name, &reason);
   if (!entry) {
-    if (!reason.empty()) return fail(Errc::unsupported, name + ": " + reason);
-    return fail(Errc::not_found, "no trusted catalog lists a package named '" + name + "'");
+    if (!reason.empty()) return fail(Errc::Incompatible, name + ": " + reason);
+    return fail(Errc::NotFound, "no trusted catalog lists a package named '" + name + "'");
   }
   // 2. One install per package however many callers ask.
   if (auto running = jobs_.find_active(JobKind::install, name)) return running->id();
   if (jobs_.active_count_for(ctx.sender) >= options_.config.daemon.max_jobs_per_client) {
-    return fail(Errc::busy, ctx.sender + " already runs the per-client maximum of jobs");
+    return fail(Errc::Busy, ctx.sender + " already runs the per-client maximum of jobs");
   }
   auto job = jobs_.create(JobKind::install, name, ctx);
   invalidate_providers();  // NAME is installing now
@@ -335,14 +332,14 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
  public:
   ProgressFetcher(catalog::tuf::Fetcher& inner, Job& job, std::uint64_t total)
       : inner_(inner), job_(job), total_(total), step_(std::max<std::uint64_t>(total / 256, 1)) {}
-  Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
-                     const catalog::tuf::ChunkSink& sink) override {
+  catalog::Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
+                              const catalog::tuf::ChunkSink& sink) override {
     if (tee_ != Tee::off) tee_ = Tee::broken;  // not the target's one transfer
     return inner_.fetch(url, max_bytes, counted(sink));
   }
-  Result<void> fetch_from(const std::string& url, std::uint64_t offset, std::uint64_t max_bytes,
-                          const catalog::tuf::StartSink& on_start,
-                          const catalog::tuf::ChunkSink& sink) override {
+  catalog::Result<void> fetch_from(const std::string& url, std::uint64_t offset,
+                                   std::uint64_t max_bytes, const catalog::tuf::StartSink& on_start,
+                                   const catalog::tuf::ChunkSink& sink) override {
     if (tee_ == Tee::streaming) tee_ = Tee::broken;  // a second transfer: retry, mirror
     // A resumed download has its prefix done already (progress never goes back).
     auto start = [&](std::uint64_t from) {
@@ -374,8 +371,8 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
 
  private:
   catalog::tuf::ChunkSink counted(const catalog::tuf::ChunkSink& sink) {
-    return [this, &sink](std::span<const std::byte> chunk) -> Result<void> {
-      if (job_.cancel_requested()) return fail(Errc::cancelled, "cancelled");
+    return [this, &sink](std::span<const std::byte> chunk) -> catalog::Result<void> {
+      if (job_.cancel_requested()) return catalog::fail(catalog::Errc::cancelled, "cancelled");
       done_ += chunk.size();
       report();
       if (tee_ == Tee::streaming) tee(chunk);
@@ -489,13 +486,15 @@ catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config
 }
 
 // First use of a remote: trust its configured root.
-Result<void> ensure_trusted_root(const config::Remote& r, const fs::path& metadata_dir) {
+catalog::Result<void> ensure_trusted_root(const config::Remote& r, const fs::path& metadata_dir) {
   if (fs::exists(metadata_dir / "root.json")) return {};
   auto root = catalog::read_file(r.trusted_root, 512'000);
   if (!root) return std::unexpected(root.error());
   std::error_code ec;
   fs::create_directories(metadata_dir, ec);
-  if (ec) return fail(Errc::io, "create " + metadata_dir.string() + ": " + ec.message());
+  if (ec)
+    return catalog::fail(catalog::errno_code(ec.value()),
+                         "create " + metadata_dir.string() + ": " + ec.message());
   return catalog::atomic_write_file(metadata_dir / "root.json", *root);
 }
 
@@ -504,7 +503,7 @@ Result<void> ensure_trusted_root(const config::Remote& r, const fs::path& metada
 void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   const config::Remote* remote = find_remote(options_.config, entry.remote);
   if (remote == nullptr) {
-    job->fail({Errc::not_found, "remote " + entry.remote + " is no longer configured"});
+    job->fail({Errc::NotFound, "remote " + entry.remote + " is no longer configured"});
     return;
   }
   // 1. Download: refresh (metadata older than its timestamp gets updated), then
@@ -546,8 +545,8 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   StreamPipe pipe;
   std::mutex verdict_mu;
   std::condition_variable verdict_cv;
-  std::optional<Result<void>> verdict;  // the download's, for the streamed tree
-  std::optional<Result<store::InstalledPackage>> streamed;
+  std::optional<catalog::Result<void>> verdict;  // the download's, for the streamed tree
+  std::optional<catalog::Result<store::InstalledPackage>> streamed;
   std::jthread extractor;
   if (pipe.ok()) {
     progress.tee_to(pipe.write);
@@ -558,7 +557,7 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
             if (phase == store::InstallPhase::verifying) job->set_state(JobState::verifying);
             if (phase == store::InstallPhase::committing) job->set_state(JobState::installing);
           },
-          [&]() -> Result<void> {
+          [&]() -> catalog::Result<void> {
             drain(pipe.drain);  // to its end: the download is over
             std::unique_lock lock(verdict_mu);
             verdict_cv.wait(lock, [&] { return verdict.has_value(); });
@@ -573,9 +572,9 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   {
     std::lock_guard lock(verdict_mu);
     if (intact) {
-      verdict = Result<void>();
+      verdict = catalog::Result<void>();
     } else {
-      verdict = fail(Errc::cancelled, "download not streamed whole");
+      verdict = catalog::fail(catalog::Errc::cancelled, "download not streamed whole");
     }
   }
   verdict_cv.notify_all();
@@ -608,11 +607,11 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
 }
 
 Result<void> Broker::remove_provider(const RequestContext& ctx, const std::string& name) {
-  if (!valid_name(name)) return fail(Errc::invalid_argument, "invalid package name");
+  if (!valid_name(name)) return fail(Errc::InvalidArgument, "invalid package name");
   if (auto ok = options_.authorizer->check(ctx, Action::manage); !ok) {
     return std::unexpected(ok.error());
   }
-  if (store_.versions(name).empty()) return fail(Errc::not_found, name + " is not installed");
+  if (store_.versions(name).empty()) return fail(Errc::NotFound, name + " is not installed");
   auto removed = store_.remove(name);
   invalidate_providers();  // even a failed removal may have changed the store
   if (!removed) return std::unexpected(removed.error());
@@ -630,14 +629,15 @@ Result<std::uint64_t> Broker::refresh(const RequestContext& ctx) {
   return job->id();
 }
 
-Result<std::vector<CatalogEntry>> Broker::refresh_remote(const config::Remote& remote, Job& job) {
+catalog::Result<std::vector<CatalogEntry>> Broker::refresh_remote(const config::Remote& remote,
+                                                                  Job& job) {
   auto fetcher = options_.fetcher_factory(remote);
   auto ucfg = updater_config(options_.config, remote, job);
   if (auto ok = ensure_trusted_root(remote, ucfg.metadata_dir); !ok) {
     return std::unexpected(ok.error());
   }
   catalog::tuf::Updater updater(ucfg, *fetcher);
-  if (job.cancel_requested()) return fail(Errc::cancelled, "cancelled");
+  if (job.cancel_requested()) return catalog::fail(catalog::Errc::cancelled, "cancelled");
   auto targets = updater.all_targets();
   if (!targets) return std::unexpected(targets.error());
   std::vector<CatalogEntry> out;
@@ -736,20 +736,20 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
                                              const SessionRequest& request) {
   // 1. Validate everything before touching anything.
   if (std::find(kPolicies.begin(), kPolicies.end(), request.policy) == kPolicies.end()) {
-    return fail(Errc::invalid_argument, "unknown policy '" + request.policy + "'");
+    return fail(Errc::InvalidArgument, "unknown policy '" + request.policy + "'");
   }
   std::optional<catalog::Version> app_ort;
   if (!request.ort_version.empty()) {
     auto v = catalog::parse_version(request.ort_version);
-    if (!v) return fail(Errc::invalid_argument, "ort_version: " + v.error().message);
+    if (!v) return fail(Errc::InvalidArgument, "ort_version: " + v.error().message);
     app_ort = *v;
   }
-  if (request.providers.size() > 64) return fail(Errc::invalid_argument, "too many providers");
+  if (request.providers.size() > 64) return fail(Errc::InvalidArgument, "too many providers");
   for (const auto& n : request.providers) {
-    if (!valid_name(n)) return fail(Errc::invalid_argument, "invalid provider name");
+    if (!valid_name(n)) return fail(Errc::InvalidArgument, "invalid provider name");
   }
   if (sessions_.count_for(ctx.sender) >= options_.config.daemon.max_sessions_per_client) {
-    return fail(Errc::busy, ctx.sender + " holds the per-client maximum of sessions");
+    return fail(Errc::Busy, ctx.sender + " holds the per-client maximum of sessions");
   }
   // 2. Which providers: asked-for ones, or every one the catalog or store knows
   //    (the cached views; only the granted ones are copied).
@@ -801,6 +801,19 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
   }
   grant.session = *id;
   return grant;
+}
+
+Result<void> Broker::cancel_job(const RequestContext& ctx, std::uint64_t id) {
+  const auto job = jobs_.find(id);
+  if (!job) return fail(Errc::NotFound, "no job " + std::to_string(id));
+  // The starter is a bus connection, not a uid: another process of the same user
+  // did not start it. Root may stop anything (an admin's epbrokerctl, systemd).
+  const auto s = job->snapshot();
+  if (ctx.uid != 0 && s.starter.sender != ctx.sender) {
+    return fail(Errc::NotAuthorized, "only the job's starter may cancel it");
+  }
+  job->request_cancel();
+  return {};
 }
 
 Result<void> Broker::release_session(const RequestContext& ctx, std::uint64_t id) {

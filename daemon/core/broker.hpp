@@ -26,6 +26,7 @@
 #include "catalog/tuf/fetcher.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/authorizer.hpp"
+#include "daemon/core/error.hpp"
 #include "daemon/core/job.hpp"
 #include "daemon/core/request_context.hpp"
 #include "daemon/core/session_registry.hpp"
@@ -102,8 +103,7 @@ struct BrokerOptions {
 
 class Broker {
  public:
-  static catalog::Result<std::unique_ptr<Broker>> create(BrokerOptions options,
-                                                         BrokerListener* listener);
+  static Result<std::unique_ptr<Broker>> create(BrokerOptions options, BrokerListener* listener);
   ~Broker();  // cancels jobs and joins their threads
 
   std::vector<hardware::Device> devices() const;
@@ -115,13 +115,12 @@ class Broker {
 
   // Install NAME's newest compatible version (org.epbroker.install). Returns
   // the job id; an install already running for NAME is returned, not repeated.
-  catalog::Result<std::uint64_t> ensure_provider(const RequestContext& ctx,
-                                                 const std::string& name);
-  // Remove every installed version of NAME (org.epbroker.manage); Errc::busy
+  Result<std::uint64_t> ensure_provider(const RequestContext& ctx, const std::string& name);
+  // Remove every installed version of NAME (org.epbroker.manage); Errc::Busy
   // while a session leases one.
-  catalog::Result<void> remove_provider(const RequestContext& ctx, const std::string& name);
+  Result<void> remove_provider(const RequestContext& ctx, const std::string& name);
   // TUF refresh of every remote, as a job (org.epbroker.manage).
-  catalog::Result<std::uint64_t> refresh(const RequestContext& ctx);
+  Result<std::uint64_t> refresh(const RequestContext& ctx);
   std::vector<VerifyResult> verify() const;
   // When every enabled remote was last refreshed successfully (wall clock; the
   // oldest of them, read from the state dir at start); nullopt if one never was.
@@ -130,9 +129,13 @@ class Broker {
   // authorization. Returns the running refresh's id when one runs already.
   std::uint64_t auto_refresh();
 
-  catalog::Result<SessionGrant> request_session(const RequestContext& ctx,
-                                                const SessionRequest& request);
-  catalog::Result<void> release_session(const RequestContext& ctx, std::uint64_t id);
+  // Ask job ID to stop (Job1.Cancel): root, or the bus connection that started it,
+  // may; anyone else gets Errc::NotAuthorized and the job goes on. Errc::NotFound
+  // for an unknown id. A job that already ended stays as it ended.
+  Result<void> cancel_job(const RequestContext& ctx, std::uint64_t id);
+
+  Result<SessionGrant> request_session(const RequestContext& ctx, const SessionRequest& request);
+  Result<void> release_session(const RequestContext& ctx, std::uint64_t id);
   // The client left the bus: its sessions end.
   std::vector<std::uint64_t> client_vanished(const std::string& sender);
 

@@ -76,11 +76,11 @@ void Job::succeed() {
   notify();
 }
 
-void Job::fail(catalog::Error e) {
+void Job::fail(Error e) {
   {
     std::lock_guard lock(mu_);
     if (is_final(snap_.state)) return;
-    snap_.state = e.code == catalog::Errc::cancelled ? JobState::cancelled : JobState::failed;
+    snap_.state = e.code == Errc::Cancelled ? JobState::cancelled : JobState::failed;
     snap_.error = std::move(e);
   }
   notify();

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "catalog/error.hpp"
+#include "daemon/core/error.hpp"
 #include "daemon/core/request_context.hpp"
 
 namespace epbrokerd::core {
@@ -32,7 +32,7 @@ struct JobSnapshot {
   JobState state = JobState::queued;
   std::uint64_t bytes_done = 0;
   std::uint64_t bytes_total = 0;
-  std::optional<catalog::Error> error;  // set when failed or cancelled
+  std::optional<Error> error;  // set when failed or cancelled
   RequestContext starter;
 };
 
@@ -53,7 +53,7 @@ class Job {
   void set_state(JobState s);
   void set_progress(std::uint64_t done, std::uint64_t total);
   void succeed();
-  void fail(catalog::Error e);
+  void fail(Error e);
 
   // Any thread: asks the worker to stop; it checks cancel_requested().
   void request_cancel() { cancel_.store(true); }

@@ -2,30 +2,29 @@
 
 namespace epbrokerd::core {
 
-catalog::Result<std::uint64_t> SessionRegistry::open(const RequestContext& owner,
-                                                     std::vector<std::string> leases) {
+Result<std::uint64_t> SessionRegistry::open(const RequestContext& owner,
+                                            std::vector<std::string> leases) {
   std::lock_guard lock(mu_);
   std::size_t held = 0;
   for (const auto& [id, s] : sessions_) {
     if (s.owner.sender == owner.sender) ++held;
   }
   if (held >= max_per_client_) {
-    return catalog::fail(catalog::Errc::busy, owner.sender + " already holds " +
-                                                  std::to_string(held) +
-                                                  " sessions (the per-client limit)");
+    return fail(Errc::Busy, owner.sender + " already holds " + std::to_string(held) +
+                                " sessions (the per-client limit)");
   }
   const std::uint64_t id = next_id_++;
   sessions_.emplace(id, SessionInfo{id, owner, std::move(leases)});
   return id;
 }
 
-catalog::Result<void> SessionRegistry::release(const RequestContext& caller, std::uint64_t id) {
+Result<void> SessionRegistry::release(const RequestContext& caller, std::uint64_t id) {
   SessionInfo ended;
   {
     std::lock_guard lock(mu_);
     auto it = sessions_.find(id);
     if (it == sessions_.end() || it->second.owner.sender != caller.sender) {
-      return catalog::fail(catalog::Errc::not_found, "no session " + std::to_string(id));
+      return fail(Errc::NotFound, "no session " + std::to_string(id));
     }
     ended = std::move(it->second);
     sessions_.erase(it);

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "catalog/error.hpp"
+#include "daemon/core/error.hpp"
 #include "daemon/core/request_context.hpp"
 
 namespace epbrokerd::core {
@@ -30,11 +30,11 @@ class SessionRegistry {
   SessionRegistry(std::size_t max_per_client, ReleaseFn release_leases)
       : max_per_client_(max_per_client), release_(std::move(release_leases)) {}
 
-  // Errc::busy when the caller already holds max_per_client sessions.
-  catalog::Result<std::uint64_t> open(const RequestContext& owner, std::vector<std::string> leases);
-  // Only the owner may release: anyone else gets Errc::not_found (a session of
+  // Errc::Busy when the caller already holds max_per_client sessions.
+  Result<std::uint64_t> open(const RequestContext& owner, std::vector<std::string> leases);
+  // Only the owner may release: anyone else gets Errc::NotFound (a session of
   // another client is not even acknowledged to exist).
-  catalog::Result<void> release(const RequestContext& caller, std::uint64_t id);
+  Result<void> release(const RequestContext& caller, std::uint64_t id);
   // The owner left the bus: every session it held ends. Returns their ids.
   std::vector<std::uint64_t> owner_vanished(const std::string& sender);
   std::optional<SessionInfo> find(std::uint64_t id) const;

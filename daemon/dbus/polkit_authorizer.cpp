@@ -10,8 +10,8 @@
 
 namespace epbrokerd::dbus {
 
-using catalog::Errc;
-using catalog::fail;
+using core::Errc;
+using core::fail;
 
 PolkitAuthorizer::PolkitAuthorizer(std::unique_ptr<sdbus::IConnection> conn)
     : conn_(std::move(conn)),
@@ -41,8 +41,7 @@ bool PolkitAuthorizer::available(sdbus::IConnection& conn) {
   }
 }
 
-catalog::Result<void> PolkitAuthorizer::check(const core::RequestContext& ctx,
-                                              core::Action action) {
+core::Result<void> PolkitAuthorizer::check(const core::RequestContext& ctx, core::Action action) {
   if (ctx.uid == 0) return {};
   // 1. Subject: the caller's connection, so polkit judges the process behind it.
   using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>>;
@@ -62,9 +61,9 @@ catalog::Result<void> PolkitAuthorizer::check(const core::RequestContext& ctx,
   } catch (const sdbus::Error& e) {
     log::warn("polkit: cannot check {} for {} (uid {}): {}: {}", core::action_id(action),
               ctx.sender, ctx.uid, e.getName(), e.getMessage());
-    return fail(Errc::not_authorized, "polkit could not be asked about " +
-                                          std::string(core::action_id(action)) + ": " +
-                                          e.getMessage());
+    return fail(Errc::NotAuthorized, "polkit could not be asked about " +
+                                         std::string(core::action_id(action)) + ": " +
+                                         e.getMessage());
   }
   if (std::get<0>(result)) {
     log::debug("polkit: {} granted to {} (uid {})", core::action_id(action), ctx.sender, ctx.uid);
@@ -72,9 +71,9 @@ catalog::Result<void> PolkitAuthorizer::check(const core::RequestContext& ctx,
   }
   log::info("polkit: {} refused to {} (uid {}){}", core::action_id(action), ctx.sender, ctx.uid,
             std::get<1>(result) ? " (authentication required)" : "");
-  return fail(Errc::not_authorized, "polkit refused " + std::string(core::action_id(action)) +
-                                        " for uid " + std::to_string(ctx.uid) +
-                                        (std::get<1>(result) ? " (authentication required)" : ""));
+  return fail(Errc::NotAuthorized, "polkit refused " + std::string(core::action_id(action)) +
+                                       " for uid " + std::to_string(ctx.uid) +
+                                       (std::get<1>(result) ? " (authentication required)" : ""));
 }
 
 std::vector<uid_t> group_members(const std::string& group) {

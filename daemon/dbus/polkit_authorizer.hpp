@@ -19,7 +19,7 @@ class PolkitAuthorizer final : public core::Authorizer {
   // `conn` must be a connection to the bus polkit is on (its own connection,
   // so a check never waits on the service's event loop).
   explicit PolkitAuthorizer(std::unique_ptr<sdbus::IConnection> conn);
-  catalog::Result<void> check(const core::RequestContext& ctx, core::Action action) override;
+  core::Result<void> check(const core::RequestContext& ctx, core::Action action) override;
 
   // Whether org.freedesktop.PolicyKit1 is running or activatable on `conn`.
   static bool available(sdbus::IConnection& conn);

@@ -37,7 +37,7 @@ CallScope Service::enter_call(sdbus::IObject& object, const char* method, bool s
     }
     const auto ctx = context_of(object);
     log::info("refused {} from {} (uid {}): exiting", method, ctx.sender, ctx.uid);
-    throw_bus_error({catalog::Errc::busy, std::string(common::kExitingMessage)});
+    throw_bus_error({core::Errc::Busy, std::string(common::kExitingMessage)});
   }
   return scope;
 }
@@ -59,8 +59,7 @@ void JobObject::changed(const core::JobSnapshot& s) {
   emitPropertiesChangedSignal(org::epbroker::Job1_adaptor::INTERFACE_NAME,
                               {"State", "BytesDone", "BytesTotal", "Error", "ErrorMessage"});
   if (core::is_final(s.state) && !finished_.exchange(true)) {
-    const std::string err =
-        s.error ? std::string(common::bus_error_name(common::to_bus_error(*s.error))) : "";
+    const std::string err = s.error ? bus_error_name_of(*s.error) : "";
     emitFinished(std::string(core::job_state_name(s.state)), err, s.error ? s.error->message : "");
   }
 }
@@ -69,12 +68,8 @@ void JobObject::Cancel() {
   guarded([&] {
     const auto call = service_.enter_call(getObject(), "Job1.Cancel", false);
     const auto ctx = Service::context_of(getObject());
-    const auto s = job_->snapshot();
-    if (ctx.uid != 0 && s.starter.sender != ctx.sender) {
-      throw_bus_error({catalog::Errc::not_authorized, "only the job's starter may cancel it"});
-    }
-    log::info("job {}: cancel requested by {} (uid {})", s.id, ctx.sender, ctx.uid);
-    job_->request_cancel();
+    value_or_throw(service_.broker().cancel_job(ctx, job_->id()));
+    log::info("job {}: cancel requested by {} (uid {})", job_->id(), ctx.sender, ctx.uid);
   });
 }
 
@@ -85,8 +80,7 @@ uint64_t JobObject::BytesDone() { return job_->snapshot().bytes_done; }
 uint64_t JobObject::BytesTotal() { return job_->snapshot().bytes_total; }
 std::string JobObject::Error() {
   const auto s = job_->snapshot();
-  return s.error ? std::string(common::bus_error_name(common::to_bus_error(*s.error)))
-                 : std::string();
+  return s.error ? bus_error_name_of(*s.error) : std::string();
 }
 std::string JobObject::ErrorMessage() {
   const auto s = job_->snapshot();
@@ -146,7 +140,6 @@ Dicts BrokerObject::ListProviders() {
 sdbus::ObjectPath BrokerObject::EnsureProvider(const std::string& name) {
   return guarded([&] {
     const auto call = service_.enter_call(getObject(), "EnsureProvider", true);
-    if (name.size() > 64) throw_bus_error({catalog::Errc::invalid_argument, "name too long"});
     const auto id =
         value_or_throw(service_.broker().ensure_provider(Service::context_of(getObject()), name));
     return service_.publish_job(id);
@@ -156,7 +149,6 @@ sdbus::ObjectPath BrokerObject::EnsureProvider(const std::string& name) {
 void BrokerObject::RemoveProvider(const std::string& name) {
   guarded([&] {
     const auto call = service_.enter_call(getObject(), "RemoveProvider", false);
-    if (name.size() > 64) throw_bus_error({catalog::Errc::invalid_argument, "name too long"});
     const auto ctx = Service::context_of(getObject());
     value_or_throw(service_.broker().remove_provider(ctx, name));
     log::info("removed {} for {} (uid {})", name, ctx.sender, ctx.uid);
@@ -188,12 +180,12 @@ namespace {
 // a{sv} -> SessionRequest: known keys only, each of its type, bounded.
 core::SessionRequest parse_session_options(const std::map<std::string, sdbus::Variant>& opts) {
   core::SessionRequest r;
-  if (opts.size() > 8) throw_bus_error({catalog::Errc::invalid_argument, "too many options"});
+  if (opts.size() > 8) throw_bus_error({core::Errc::InvalidArgument, "too many options"});
   for (const auto& [key, value] : opts) {
     const std::string sig = value.peekValueType();
     auto expect = [&](const char* want) {
       if (sig != want) {
-        throw_bus_error({catalog::Errc::invalid_argument,
+        throw_bus_error({core::Errc::InvalidArgument,
                          "option '" + key + "' must have type " + want + ", not " + sig});
       }
     };
@@ -210,12 +202,11 @@ core::SessionRequest parse_session_options(const std::map<std::string, sdbus::Va
       expect("b");
       r.download = value.get<bool>();
     } else {
-      throw_bus_error(
-          {catalog::Errc::invalid_argument, "unknown option '" + key.substr(0, 64) + "'"});
+      throw_bus_error({core::Errc::InvalidArgument, "unknown option '" + key.substr(0, 64) + "'"});
     }
   }
   if (r.policy.size() > 64 || r.ort_version.size() > 64) {
-    throw_bus_error({catalog::Errc::invalid_argument, "option value too long"});
+    throw_bus_error({core::Errc::InvalidArgument, "option value too long"});
   }
   return r;
 }
@@ -328,7 +319,7 @@ sdbus::ObjectPath Service::publish_job(std::uint64_t id) {
     if (jobs_.contains(id)) return sdbus::ObjectPath(job_path(id));
   }
   auto job = broker_->jobs().find(id);
-  if (!job) throw_bus_error({catalog::Errc::not_found, "job is gone"});
+  if (!job) throw_bus_error({core::Errc::NotFound, "job is gone"});
   // Registered outside mu_ (see the lock order in service.hpp). Only the bus thread
   // publishes, so no other object for `id` can appear meanwhile.
   auto object = std::make_shared<JobObject>(conn_, *this, job);
@@ -520,7 +511,7 @@ void Service::job_final(const core::JobSnapshot& s) {
     log::info("job {}: {} cancelled", s.id, what);
   } else {
     log::warn("job {}: {} failed: {}: {}", s.id, what,
-              s.error ? common::bus_error_name(common::to_bus_error(*s.error)) : "unknown",
+              s.error ? bus_error_name_of(*s.error) : "unknown",
               s.error ? s.error->message : std::string());
   }
 }

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "catalog/text.hpp"
+
 namespace epbrokerd::hardware {
 
 namespace {
@@ -25,13 +27,9 @@ std::string triplet(const std::string& arch) {
   return arch.empty() ? std::string() : arch + "-linux-gnu";
 }
 
-std::string trim(std::string s) {
-  const auto hash = s.find('#');
-  if (hash != std::string::npos) s.erase(hash);
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return {};
-  const auto e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
+// An ld.so.conf line without its comment and the blanks around it.
+std::string strip_comment(const std::string& line) {
+  return std::string(catalog::trim(std::string_view(line).substr(0, line.find('#')), " \t\r"));
 }
 
 std::string read_bounded(const fs::path& p, std::size_t max_bytes) {
@@ -54,7 +52,7 @@ class ConfReader {
         read_bounded(root_ / fs::path(conf).relative_path(), LibraryLocator::kMaxConfBytes));
     const std::string here = fs::path(conf).parent_path().string();
     for (std::string line; std::getline(lines, line);) {
-      line = trim(std::move(line));
+      line = strip_comment(line);
       if (line.empty()) continue;
       if (line.rfind("include", 0) == 0 && line.size() > 7 && (line[7] == ' ' || line[7] == '\t')) {
         std::istringstream patterns(line.substr(8));

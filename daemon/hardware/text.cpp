@@ -46,12 +46,6 @@ bool looks_like_version(std::string_view token) {
 
 }  // namespace
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 std::string clean_text(std::string_view s, std::size_t max_bytes) {
   s = trim(s);
   std::string out;

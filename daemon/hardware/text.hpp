@@ -9,10 +9,12 @@
 #include <string>
 #include <string_view>
 
+#include "catalog/text.hpp"
+
 namespace epbrokerd::hardware {
 
-// `s` without leading and trailing ASCII whitespace (space, \t, \n, \r, \v, \f).
-std::string_view trim(std::string_view s);
+// `s` without leading and trailing ASCII whitespace (catalog/text.hpp).
+using catalog::trim;
 
 // `s` as a clean one-line label: trimmed, each run of whitespace folded into one
 // space. "" when `s` holds any other byte outside printable ASCII (0x20-0x7e: NUL,

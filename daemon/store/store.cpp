@@ -20,6 +20,7 @@
 
 #include "catalog/atomic_file.hpp"
 #include "catalog/package/archive_reader.hpp"
+#include "catalog/unique_fd.hpp"
 #include "catalog/version.hpp"
 #include "daemon/store/tree.hpp"
 
@@ -38,7 +39,7 @@ constexpr std::uint64_t kProgressStepBytes = std::uint64_t{1} << 20;
 constexpr std::uint64_t kMaxIndexBytes = std::uint64_t{256} << 20;
 
 std::unexpected<catalog::Error> sys_error(std::string_view what, const fs::path& p, int e = errno) {
-  return fail(e == ENOENT ? Errc::not_found : Errc::io,
+  return fail(e == ENOENT ? Errc::not_found : catalog::errno_code(e),
               std::string(what) + " " + p.string() + ": " + std::strerror(e));
 }
 
@@ -99,22 +100,6 @@ Result<void> exchange_paths(const fs::path& a, const fs::path& b) {
 std::unexpected<catalog::Error> no_exchange(std::string_view step) {
   return fail(Errc::unsupported, "injected lack of RENAME_EXCHANGE at " + std::string(step));
 }
-
-// Closes a descriptor at the end of its scope.
-class ScopedFd {
- public:
-  explicit ScopedFd(int fd) : fd_(fd) {}
-  ~ScopedFd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  ScopedFd(const ScopedFd&) = delete;
-  ScopedFd& operator=(const ScopedFd&) = delete;
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-
- private:
-  int fd_;
-};
 
 // Removes `dir` (with everything in it) when the object dies: the work
 // directories of install() and remove(), once their trees are committed or not.
@@ -252,7 +237,7 @@ struct Store::Impl {
   fs::path staging;
   StoreOptions options;
   OpenReport report;
-  int lock_fd = -1;  // flock'ed descriptor of store/
+  catalog::UniqueFd lock_fd;  // flock'ed descriptor of store/
 
   mutable std::mutex mu;
   std::map<Key, Entry> index;       // guarded by mu
@@ -263,9 +248,7 @@ struct Store::Impl {
   Impl() = default;
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
-  ~Impl() {
-    if (lock_fd >= 0) ::close(lock_fd);
-  }
+  ~Impl() = default;
 
   bool fault(std::string_view step) const {
     return options.inject_fault && options.inject_fault(step);
@@ -413,9 +396,10 @@ Result<Store> Store::open(const fs::path& state_dir, StoreOptions options) {
                                             " are on different filesystems");
   }
   // 2. One Store per directory.
-  impl->lock_fd = ::open(impl->store.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (impl->lock_fd < 0) return sys_error("open", impl->store);
-  if (::flock(impl->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+  impl->lock_fd =
+      catalog::UniqueFd(::open(impl->store.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!impl->lock_fd.valid()) return sys_error("open", impl->store);
+  if (::flock(impl->lock_fd.get(), LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) {
       return fail(Errc::busy, impl->store.string() + " is in use by another Store");
     }
@@ -539,7 +523,7 @@ Result<InstalledPackage> Store::Impl::install_tree(
     if (progress) progress(phase, done, all);
   };
   auto cancelled = [&] { return fail(Errc::cancelled, "install cancelled"); };
-  ScopedFd package(fd);  // until the reader takes it over
+  catalog::UniqueFd package(fd);  // until the reader takes it over
 
   // 3. A fresh work directory in staging/, removed whatever happens.
   if (s.fault("install.staging")) return injected("install.staging");
@@ -550,7 +534,7 @@ Result<InstalledPackage> Store::Impl::install_tree(
   if (auto ok = ensure_dir(tree, 0755); !ok) return std::unexpected(std::move(ok.error()));
   // Opened before anything is written: seal_tree()'s syncfs() on it reports the
   // writeback errors of every write from here on.
-  const ScopedFd sync_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const catalog::UniqueFd sync_fd(::open(tree.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (sync_fd.get() < 0) return sys_error("open", tree);
 
   // 4. Extract, reporting progress from the read-ahead thread.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "catalog/crypto/hash.hpp"
+#include "catalog/text.hpp"
 #include "catalog/unique_fd.hpp"
 #include "daemon/store/installed.hpp"
 
@@ -27,14 +28,8 @@ using catalog::fail;
 using Fd = catalog::UniqueFd;
 
 std::unexpected<catalog::Error> sys_error(std::string_view what, const fs::path& p, int e = errno) {
-  return fail(e == ENOENT ? Errc::not_found : Errc::io,
+  return fail(e == ENOENT ? Errc::not_found : catalog::errno_code(e),
               std::string(what) + " " + p.string() + ": " + std::strerror(e));
-}
-
-std::string mode_text(std::uint32_t mode) {
-  char buf[8];
-  std::snprintf(buf, sizeof buf, "%04o", mode & 07777u);
-  return buf;
 }
 
 // Every ancestor directory ("a", "a/b") of the listed files.
@@ -175,7 +170,8 @@ TreeCheck check_tree(const fs::path& root, const catalog::package::Manifest& man
     return out;
   }
   if ((st.st_mode & 07777u) != kTreeDirMode) {
-    problem("", "directory mode " + mode_text(st.st_mode) + ", want " + mode_text(kTreeDirMode));
+    problem("", "directory mode " + catalog::mode_text(st.st_mode) + ", want " +
+                    catalog::mode_text(kTreeDirMode));
   }
   // 2. Every entry: expected, of the right type, mode, size and hash.
   std::map<std::string, const catalog::package::FileEntry*> listed;
@@ -199,7 +195,8 @@ TreeCheck check_tree(const fs::path& root, const catalog::package::Manifest& man
         problem(rel, "unexpected directory");
         it.disable_recursion_pending();  // one line for the whole extra subtree
       } else if (mode != kTreeDirMode) {
-        problem(rel, "directory mode " + mode_text(mode) + ", want " + mode_text(kTreeDirMode));
+        problem(rel, "directory mode " + catalog::mode_text(mode) + ", want " +
+                         catalog::mode_text(kTreeDirMode));
       }
       continue;
     }
@@ -210,7 +207,8 @@ TreeCheck check_tree(const fs::path& root, const catalog::package::Manifest& man
     if (rel == kSavedManifestName) {
       saw_saved_manifest = true;
       if (mode != kTreeFileMode) {
-        problem(rel, "mode " + mode_text(mode) + ", want " + mode_text(kTreeFileMode));
+        problem(rel,
+                "mode " + catalog::mode_text(mode) + ", want " + catalog::mode_text(kTreeFileMode));
       }
       continue;
     }
@@ -221,7 +219,8 @@ TreeCheck check_tree(const fs::path& root, const catalog::package::Manifest& man
     }
     seen.insert(rel);
     const std::uint32_t want = f->second->executable ? kTreeExecutableMode : kTreeFileMode;
-    if (mode != want) problem(rel, "mode " + mode_text(mode) + ", want " + mode_text(want));
+    if (mode != want)
+      problem(rel, "mode " + catalog::mode_text(mode) + ", want " + catalog::mode_text(want));
     const auto size = static_cast<std::uint64_t>(st.st_size);
     if (size != f->second->size) {
       problem(rel, "size " + std::to_string(size) + ", want " + std::to_string(f->second->size));

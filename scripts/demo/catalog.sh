@@ -19,8 +19,8 @@ echo "==> build the catalog tools"
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
 cmake --build build --target epbroker-publish epbroker-tuf-client epbroker_test_ep >/dev/null
-PUBLISH=$ROOT_DIR/build/catalog/tools/epbroker-publish
-CLIENT=$ROOT_DIR/build/catalog/tools/epbroker-tuf-client
+PUBLISH=$ROOT_DIR/build/tools/epbroker-publish
+CLIENT=$ROOT_DIR/build/tools/epbroker-tuf-client
 
 WORK=$(mktemp -d /tmp/epbroker-demo-XXXXXX)
 SERVER_PID=
@@ -33,7 +33,7 @@ cd "$WORK"
 
 step() { printf '\n\033[1m--- %s\033[0m\n' "$*"; }
 run() {
-  printf '$ %s\n' "$*" | sed "s|$ROOT_DIR/build/catalog/tools/||g; s|$WORK/||g"
+  printf '$ %s\n' "$*" | sed "s|$ROOT_DIR/build/tools/||g; s|$WORK/||g"
   "$@"
 }
 

@@ -2,10 +2,12 @@
 # CLI-level scenarios for epbroker-publish and epbroker-tuf-client: help and
 # usage errors, refusals that must change nothing, and a publish -> serve ->
 # download round over real loopback HTTP.
-# Usage: catalog_cli_test.sh PUBLISH CLIENT   (CTest passes the built binaries)
+# Usage: catalog_cli_test.sh PUBLISH CLIENT VERSION   (CTest passes the built
+# binaries and the project's version)
 set -uo pipefail
 PUBLISH=$1
 CLIENT=$2
+VERSION=$3
 SRC=${EPBROKER_SOURCE_DIR:?}
 PY=${EPBROKER_PYTHON:-python3}
 W=$(mktemp -d /tmp/epbroker-cli-XXXXXX)
@@ -61,6 +63,63 @@ expect 2 "client without command" -- "$CLIENT" --metadata-dir m
 expect 2 "client refresh without --metadata-url" -- "$CLIENT" --metadata-dir m refresh
 expect 2 "client download without --target-name" -- "$CLIENT" --metadata-dir m \
   --metadata-url http://127.0.0.1:1/ --target-base-url http://127.0.0.1:1/ --target-dir t download
+
+# --help lists every command and option (with its description), --version the version;
+# a usage error exits 2 and its first line on stderr names the problem.
+lists() { # lists DESCRIPTION WORD...: every WORD is in out.txt
+  local what=$1 w
+  shift
+  for w in "$@"; do check "$what lists $w" -- grep -q -e "$w" out.txt; done
+}
+usage_error() { # usage_error WORD DESCRIPTION -- COMMAND...: exit 2, WORD on stderr's first line
+  local word=$1 what=$2
+  shift 2
+  expect 2 "$what" "$@"
+  check "$what: one line names $word" -- grep -q -F -e "$word" <(head -n 1 err.txt)
+}
+expect 0 "publish --version" -- "$PUBLISH" --version
+check "publish --version prints the version" -- test "$(cat out.txt)" = "epbroker-publish $VERSION"
+expect 0 "client --version" -- "$CLIENT" --version
+check "client --version prints the version" -- test "$(cat out.txt)" = "epbroker-tuf-client $VERSION"
+common=(--repo --keys --root-days --targets-days --snapshot-days --timestamp-days --help)
+expect 0 "publish --help" -- "$PUBLISH" --help
+lists "publish --help" init pack add remove timestamp rotate delegate verify --version "Exit status"
+expect 0 "publish init --help" -- "$PUBLISH" init --help
+lists "publish init --help" "${common[@]}" --root-keys --root-threshold --no-consistent-snapshot \
+  "Creates N root keys"
+expect 0 "publish pack --help" -- "$PUBLISH" pack --help
+lists "publish pack --help" --dir --metadata --output --gzip "deterministic"
+expect 0 "publish add --help" -- "$PUBLISH" add --help
+lists "publish add --help" "${common[@]}" PACKAGE --metadata --target-path --role "NAME/BASENAME"
+expect 0 "publish remove --help" -- "$PUBLISH" remove --help
+lists "publish remove --help" "${common[@]}" TARGET_PATH --role
+expect 0 "publish timestamp --help" -- "$PUBLISH" timestamp --help
+lists "publish timestamp --help" "${common[@]}" "fresh expiry"
+expect 0 "publish rotate --help" -- "$PUBLISH" rotate --help
+lists "publish rotate --help" "${common[@]}" ROLE --new-key "retired/"
+expect 0 "publish delegate --help" -- "$PUBLISH" delegate --help
+lists "publish delegate --help" "${common[@]}" ROLE --paths --key --terminating "shell wildcards"
+expect 0 "publish verify --help" -- "$PUBLISH" verify --help
+lists "publish verify --help" --repo --root "re-hashes every target"
+expect 0 "client --help" -- "$CLIENT" --help
+lists "client --help" init refresh download --metadata-dir --metadata-url --target-base-url \
+  --target-dir --target-name --https-only --quiet --help --version "Exit status"
+usage_error "--bogus" "publish unknown option" -- "$PUBLISH" timestamp --repo r --keys k --bogus
+usage_error "frobnicate" "publish unknown command" -- "$PUBLISH" frobnicate
+usage_error "command" "publish without command" -- "$PUBLISH"
+usage_error "--repo" "publish missing value" -- "$PUBLISH" init --keys k --repo
+usage_error "gzip" "publish value given to a flag" -- "$PUBLISH" pack --dir d --metadata m \
+  --output o.tar.gz --gzip=yes
+usage_error "--root-keys" "publish bad value" -- "$PUBLISH" init --repo r --keys k --root-keys x
+usage_error "PACKAGE" "publish missing positional" -- "$PUBLISH" add --repo r --keys k --metadata m
+usage_error "b.tar.zst" "publish extra positional" -- "$PUBLISH" add --repo r --keys k \
+  --metadata m a.tar.zst b.tar.zst
+usage_error "--bogus" "client unknown option" -- "$CLIENT" --metadata-dir m --bogus refresh
+usage_error "frobnicate" "client unknown command" -- "$CLIENT" --metadata-dir m frobnicate
+usage_error "--metadata-dir" "client missing value" -- "$CLIENT" refresh --metadata-dir
+usage_error "ROOT" "client init without ROOT" -- "$CLIENT" --metadata-dir m init
+usage_error "extra" "client extra positional" -- "$CLIENT" --metadata-dir m refresh extra
+check "usage errors created nothing" -- test ! -e r -a ! -e m -a ! -e o.tar.gz
 
 # --- publisher: init, refusals ------------------------------------------------
 expect 0 "publish init" -- "$PUBLISH" init --repo repo --keys keys --root-keys 3 --root-threshold 2

@@ -4,12 +4,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "client/epbroker-run/npy.hpp"
+#include "epbroker/version.hpp"
 #include "tests/client-ort/broker_fixture.hpp"
 #include "tests/ort/support/mixed_model.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -150,6 +153,42 @@ TEST(RunCliTest, UsageErrorsExitTwo) {
   const auto help = epbroker_run({"--help"});
   EXPECT_EQ(help.exit_code, 0);
   EXPECT_THAT(help.out, HasSubstr("Exit codes:"));
+}
+
+TEST(RunCliTest, VersionAndHelpListEveryOption) {
+  const auto version = epbroker_run({"--version"});
+  EXPECT_EQ(version.exit_code, 0) << describe(version);
+  EXPECT_EQ(version.out, std::string("epbroker-run ") + EPBROKER_VERSION_STRING + "\n");
+  const auto help = epbroker_run({"-h"});
+  EXPECT_EQ(help.exit_code, 0) << describe(help);
+  const std::string listed =
+      "MODEL.onnx --policy --ep --device --input NAME=random --batch --iterations --warmup "
+      "--check --atol --rtol --labels --top --bus-address --no-install --no-broker --library "
+      "--json --help --version min_overall_power Selection Exit 130";
+  std::istringstream words(listed);
+  for (std::string s; words >> s;) EXPECT_THAT(help.out, HasSubstr(s));
+}
+
+TEST(RunCliTest, EveryUsageErrorExitsTwoWithOneLineNamingIt) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"m.onnx", "--bogus"}, "--bogus"},
+      {{"a.onnx", "b.onnx"}, "b.onnx"},
+      {{"m.onnx", "--batch"}, "--batch"},
+      {{"m.onnx", "--iterations", "0"}, "--iterations"},
+      {{"m.onnx", "--warmup", "x"}, "--warmup"},
+      {{"m.onnx", "--rtol", "-1"}, "--rtol"},
+      {{"m.onnx", "--device", "tpu"}, "tpu"},
+      {{"m.onnx", "--input", "X"}, "--input"},
+      {{"m.onnx", "--input", "X=random", "--input", "X=a.npy"}, "given twice"},
+      {{"m.onnx", "--json=yes"}, "json"},
+      {{"--no-broker"}, "no model"},
+  };
+  for (const auto& [args, says] : cases) {
+    const auto r = epbroker_run(args);
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_THAT(r.err, HasSubstr(says)) << describe(r);
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << describe(r);
+  }
 }
 
 TEST(RunCliTest, UnreachableBrokerExitsThreeWithAHint) {

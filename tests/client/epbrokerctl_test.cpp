@@ -53,8 +53,9 @@ class CtlTest : public ClientTest {
 TEST(Epbrokerctl, HelpForTheToolAndEveryCommand) {
   const auto top = ctl({"--help"});
   EXPECT_EQ(top.exit_code, 0) << describe(top);
-  for (const char* c : {"devices", "providers", "install NAME", "remove NAME", "refresh", "verify",
-                        "status", "--json", "--bus-address", "Exit status"}) {
+  for (const char* c :
+       {"devices", "providers", "install NAME", "remove NAME", "refresh", "verify", "status",
+        "help [COMMAND]", "--json", "--bus-address", "--help", "--version", "Exit status"}) {
     EXPECT_NE(top.out.find(c), std::string::npos) << c << " missing from --help";
   }
   for (const char* c :
@@ -83,6 +84,19 @@ TEST(Epbrokerctl, UsageErrorsExit2) {
     const auto r = ctl(args);
     EXPECT_EQ(r.exit_code, 2) << describe(r);
     EXPECT_NE(r.err.find("epbrokerctl --help"), std::string::npos) << r.err;
+  }
+  // The first line on stderr names the problem.
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--bogus", "status"}, "--bogus"},
+           {{"frobnicate"}, "frobnicate"},
+           {{"help", "frobnicate"}, "frobnicate"},
+           {{"install"}, "NAME"},
+           {{"status", "extra"}, "extra"},
+           {{"status", "--bus-address"}, "--bus-address"},
+           {{"--json=1", "status"}, "json"}}) {
+    const auto r = ctl(args);
+    EXPECT_EQ(r.exit_code, 2) << describe(r);
+    EXPECT_NE(r.err.substr(0, r.err.find('\n')).find(says), std::string::npos) << describe(r);
   }
   // With --json the error is a document on stdout.
   const auto r = ctl({"--json", "frobnicate"});

@@ -29,7 +29,11 @@ TEST(ClientErrors, EveryDaemonErrorNameMapsToItsKind) {
       {common::BusError::Network, Errc::network},
       {common::BusError::Busy, Errc::busy},
       {common::BusError::Cancelled, Errc::cancelled},
+      {common::BusError::DiskFull, Errc::disk_full},
+      {common::BusError::Internal, Errc::internal},
   };
+  // Every name the daemon can send is in this table.
+  ASSERT_EQ(std::size(kinds), std::size(common::kAllBusErrors));
   for (const auto& [bus, code] : kinds) {
     const std::string name(common::bus_error_name(bus));
     const auto e = epbroker::detail::to_error(sdbus::Error(name, "the daemon's words"));
@@ -139,6 +143,55 @@ TEST(EpbrokerctlArgs, OptionsAnywhereAndUsageErrors) {
   EXPECT_FALSE(epbrokerctl::parse_args({"epbrokerctl", "remove"}).has_value());
   EXPECT_FALSE(epbrokerctl::parse_args({"epbrokerctl", "status", "--bus-address="}).has_value());
   EXPECT_FALSE(epbrokerctl::parse_args({"epbrokerctl", "-x", "status"}).has_value());
+}
+
+TEST(EpbrokerctlArgs, HelpVersionAndWhatIsWrong) {
+  auto ok = epbrokerctl::parse_args({"epbrokerctl", "--version"});
+  ASSERT_TRUE(ok.has_value()) << ok.error();
+  EXPECT_TRUE(ok->version);
+  ok = epbrokerctl::parse_args({"epbrokerctl", "install", "--help"});  // NAME not needed
+  ASSERT_TRUE(ok.has_value()) << ok.error();
+  EXPECT_TRUE(ok->help);
+  EXPECT_EQ(ok->command, "install");
+  ok = epbrokerctl::parse_args({"epbrokerctl", "--bus-address", "a", "status", "--bus-address=b"});
+  ASSERT_TRUE(ok.has_value()) << ok.error();
+  EXPECT_EQ(ok->bus_address, "b");  // the last one
+
+  // Each usage error names what is wrong, on one line.
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--bogus", "status"}, "unknown option '--bogus'"},
+      {{"frobnicate"}, "unknown command 'frobnicate'"},
+      {{"help", "frobnicate"}, "unknown command 'frobnicate'"},
+      {{"install"}, "NAME"},
+      {{"remove", "a", "b"}, "'b'"},
+      {{"status", "--bus-address"}, "--bus-address"},
+      {{"status", "--bus-address="}, "--bus-address"},
+      {{"--json=yes", "status"}, "json"},
+      {{}, "no command given"},
+  };
+  for (auto [args, says] : cases) {
+    args.insert(args.begin(), "epbrokerctl");
+    const auto r = epbrokerctl::parse_args(args);
+    ASSERT_FALSE(r.has_value()) << args.back();
+    EXPECT_NE(r.error().find(says), std::string::npos) << r.error();
+    EXPECT_EQ(r.error().find('\n'), std::string::npos) << r.error();
+  }
+}
+
+TEST(EpbrokerctlArgs, HelpListsEveryCommandAndOption) {
+  const std::string top = epbrokerctl::tool_help();
+  for (const auto& c : epbrokerctl::commands()) {
+    EXPECT_NE(top.find(std::string(c.name)), std::string::npos) << c.name;
+    EXPECT_NE(top.find(std::string(c.summary)), std::string::npos) << c.name;
+    const std::string one = epbrokerctl::command_help(c);
+    EXPECT_TRUE(one.starts_with("Usage: epbrokerctl " + std::string(c.name))) << one;
+    EXPECT_NE(one.find(std::string(c.details)), std::string::npos) << one;
+    EXPECT_NE(one.find("--bus-address"), std::string::npos) << one;
+  }
+  for (const char* s : {"install NAME", "help [COMMAND]", "--json", "--bus-address ADDRESS",
+                        "$EPBROKER_BUS_ADDRESS", "-h,--help", "--version", "Exit status: 0 ok"}) {
+    EXPECT_NE(top.find(s), std::string::npos) << s << " missing from\n" << top;
+  }
 }
 
 TEST(EpbrokerctlOutput, BytesDurationsAndPlainProgress) {

@@ -1,5 +1,7 @@
 #include "daemon/config/config.hpp"
 
+#include "daemon/config/command_line.hpp"
+
 #include <stdlib.h>
 
 #include <filesystem>
@@ -576,6 +578,42 @@ TEST_F(CommandLineTest, BadCommandLines) {
     ASSERT_FALSE(o.has_value()) << args.front();
     EXPECT_EQ(o.error().code, Errc::invalid_argument);
     EXPECT_THAT(o.error().message, HasSubstr(says));
+  }
+}
+
+TEST_F(CommandLineTest, HelpWinsAndEveryFlagIsListed) {
+  // --help is answered whatever else is on the line, but never takes a value.
+  EXPECT_TRUE(parse_ok({"--idle-timeout", "1m", "--help", "stray"}).help);
+  EXPECT_TRUE(parse_ok({"--log-level", "loud", "--version"}).version);
+  for (const char* flag : {"--version=", "--help=1"}) {
+    const auto o = parse({flag});
+    ASSERT_FALSE(o.has_value()) << flag;
+    EXPECT_THAT(o.error().message, HasSubstr("takes no value")) << flag;
+  }
+  const std::string text = usage();
+  for (const char* s : {"--library-root", "-h,--help", "(default /etc/epbroker)",
+                        "brokers ONNX Runtime execution provider packages", "max_retry_after_sec",
+                        "remotes.d/*.conf [remote] keys"}) {
+    EXPECT_THAT(text, HasSubstr(s));
+  }
+  EXPECT_EQ(parse_ok({"--library-root=lib/"}).paths.library_root,
+            (fs::current_path() / "lib/").lexically_normal());
+}
+
+TEST_F(CommandLineTest, EveryErrorIsOneLine) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--bogus"},
+                                             {"--"},
+                                             {"--procfs-root"},
+                                             {"--sysfs-root", "/a", "--sysfs-root", "/b"},
+                                             {"--bus-address", std::string(5000, 'a')},
+                                             {"--log-level="}}) {
+    const auto o = parse(args);
+    ASSERT_FALSE(o.has_value()) << args.front();
+    EXPECT_EQ(o.error().code, Errc::invalid_argument);
+    EXPECT_EQ(o.error().message.find('\n'), std::string::npos) << o.error().message;
+    const std::string flag = args.front().substr(0, args.front().find('='));
+    EXPECT_THAT(o.error().message, HasSubstr(flag.substr(0, 13))) << o.error().message;
   }
 }
 

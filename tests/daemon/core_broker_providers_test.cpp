@@ -28,6 +28,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 constexpr const char* kUrl = "http://repo.test/";
+constexpr uid_t kInstaller = 1234;  // not root, allowed to install
 
 fs::path source_dir() {
   if (const char* dir = std::getenv("EPBROKER_SOURCE_DIR"); dir != nullptr && *dir != '\0') {
@@ -212,7 +213,7 @@ class ProvidersTest : public ::testing::Test {
   tests::support::TempDir tmp_;
   catalog::tuf::Repository repo_;
   Gate gate_;
-  UidAuthorizer authorizer_;
+  UidAuthorizer authorizer_{{kInstaller}};  // root and kInstaller may install
   const RequestContext root_{0, ":1.1"};
   std::unique_ptr<Broker> broker_;
 };
@@ -253,6 +254,46 @@ TEST_F(ProvidersTest, InstallMovesAvailableToInstallingToReady) {
   EXPECT_EQ(p->state, "ready");
   EXPECT_EQ(p->job, 0U);
   EXPECT_TRUE(fs::exists(p->library_path)) << p->library_path;
+}
+
+// Job1.Cancel's policy lives in the core: the connection that started a job may cancel
+// it, and root may cancel any; another connection of the same uid may not.
+TEST_F(ProvidersTest, OnlyTheStartersConnectionOrRootCancelsAJob) {
+  start();
+  refresh();
+  gate_.close();
+  const RequestContext starter{kInstaller, ":1.20"};
+  auto id = broker_->ensure_provider(starter, "alpha-ep");
+  ASSERT_TRUE(id) << id.error().message;
+  auto job = broker_->jobs().find(*id);
+  ASSERT_TRUE(job);
+
+  auto unknown = broker_->cancel_job(root_, *id + 1000);
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().code, Errc::NotFound);
+
+  for (const RequestContext& other : {RequestContext{kInstaller, ":1.21"},  // same uid
+                                      RequestContext{1000, ":1.22"}}) {
+    auto refused = broker_->cancel_job(other, *id);
+    ASSERT_FALSE(refused) << other.sender;
+    EXPECT_EQ(refused.error().code, Errc::NotAuthorized);
+    EXPECT_EQ(refused.error().message, "only the job's starter may cancel it");
+    EXPECT_FALSE(job->cancel_requested()) << other.sender;
+  }
+
+  ASSERT_TRUE(broker_->cancel_job(starter, *id));
+  EXPECT_TRUE(job->cancel_requested());
+  gate_.open();
+  EXPECT_EQ(finish(*id), JobState::cancelled);
+  EXPECT_EQ(state_of("alpha-ep"), "available");
+
+  // Root may cancel a job it did not start.
+  gate_.close();
+  id = broker_->ensure_provider(starter, "alpha-ep");
+  ASSERT_TRUE(id) << id.error().message;
+  ASSERT_TRUE(broker_->cancel_job(RequestContext{0, ":1.23"}, *id));
+  gate_.open();
+  EXPECT_EQ(finish(*id), JobState::cancelled);
 }
 
 TEST_F(ProvidersTest, FailedInstallGoesBackToAvailable) {
@@ -339,7 +380,7 @@ TEST_F(ProvidersTest, SessionsLeaseReadyProvidersAndCheckTheAppsOrt) {
   EXPECT_EQ(state_of("newer-ort-ep"), "ready");
 
   // The lease (alpha-ep only) blocks its removal until the session ends.
-  EXPECT_EQ(broker_->remove_provider(root_, "alpha-ep").error().code, catalog::Errc::busy);
+  EXPECT_EQ(broker_->remove_provider(root_, "alpha-ep").error().code, Errc::Busy);
   ASSERT_TRUE(broker_->release_session(root_, grant->session));
   EXPECT_TRUE(broker_->remove_provider(root_, "newer-ort-ep"));
   EXPECT_TRUE(broker_->remove_provider(root_, "alpha-ep"));

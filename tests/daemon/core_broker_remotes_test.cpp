@@ -191,7 +191,8 @@ TEST_F(RemotesTest, ARemoteThatFailsToRefreshKeepsItsListAndDoesNotHoldBackTheOt
   const auto job = refresh();
   ASSERT_EQ(job.state, JobState::failed);
   ASSERT_TRUE(job.error);
-  EXPECT_EQ(job.error->code, catalog::Errc::bad_signature) << job.error->message;
+  EXPECT_EQ(job.error->code, Errc::VerificationFailed) << job.error->message;
+  EXPECT_EQ(job.error->cause, catalog::Errc::bad_signature);
   EXPECT_TRUE(job.error->message.starts_with("remote extra: ")) << job.error->message;
   ASSERT_EQ(named("new-ep").size(), 1U) << "the main remote's update was held back";
   const auto extra = named("extra-ep");

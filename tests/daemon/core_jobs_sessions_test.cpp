@@ -22,8 +22,8 @@ TEST(JobTest, ProgressIsMonotoneAndFinalStatesStick) {
   job->set_progress(5, 100);  // would go backwards: ignored
   job->set_progress(100, 100);
   job->succeed();
-  job->fail({catalog::Errc::network, "late"});  // after done: ignored
-  job->set_state(JobState::installing);         // after done: ignored
+  job->fail({Errc::Network, "late"});    // after done: ignored
+  job->set_state(JobState::installing);  // after done: ignored
   const auto s = job->snapshot();
   EXPECT_EQ(s.state, JobState::done);
   EXPECT_EQ(s.bytes_done, 100U);
@@ -41,7 +41,7 @@ TEST(JobTest, CancelledFailureIsCancelledState) {
   auto job = table.create(JobKind::refresh, "", ctx(":1.1"));
   job->request_cancel();
   EXPECT_TRUE(job->cancel_requested());
-  job->fail({catalog::Errc::cancelled, "cancelled by :1.1"});
+  job->fail({Errc::Cancelled, "cancelled by :1.1"});
   EXPECT_EQ(job->snapshot().state, JobState::cancelled);
 }
 
@@ -69,7 +69,7 @@ TEST(SessionRegistryTest, OnlyTheOwnerReleasesAndLeasesAreReturned) {
   ASSERT_TRUE(id);
   auto other = reg.release(ctx(":1.6"), *id);
   ASSERT_FALSE(other);
-  EXPECT_EQ(other.error().code, catalog::Errc::not_found);
+  EXPECT_EQ(other.error().code, Errc::NotFound);
   EXPECT_TRUE(released.empty());
   ASSERT_TRUE(reg.release(ctx(":1.5"), *id));
   EXPECT_EQ(released, std::vector<std::string>{"test-ep/0.1.0"});
@@ -83,7 +83,7 @@ TEST(SessionRegistryTest, PerClientCapAndOwnerVanishing) {
   ASSERT_TRUE(reg.open(ctx(":1.7"), {}));
   auto third = reg.open(ctx(":1.7"), {});
   ASSERT_FALSE(third);
-  EXPECT_EQ(third.error().code, catalog::Errc::busy);
+  EXPECT_EQ(third.error().code, Errc::Busy);
   ASSERT_TRUE(reg.open(ctx(":1.8"), {}));  // another client is not affected
   EXPECT_EQ(reg.owner_vanished(":1.7").size(), 2U);
   EXPECT_EQ(released, 2);
@@ -97,7 +97,7 @@ TEST(UidAuthorizerTest, RootAndListedUidsOnly) {
   EXPECT_TRUE(auth.check(ctx(":1.1", 1234), Action::install));
   auto no = auth.check(ctx(":1.1", 1000), Action::manage);
   ASSERT_FALSE(no);
-  EXPECT_EQ(no.error().code, catalog::Errc::not_authorized);
+  EXPECT_EQ(no.error().code, Errc::NotAuthorized);
   EXPECT_NE(no.error().message.find("org.epbroker.manage"), std::string::npos);
 }
 

@@ -46,7 +46,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
 cmake --build build --target "${targets[@]}" >/dev/null
 B=$ROOT_DIR/build
-PUBLISH=$B/catalog/tools/epbroker-publish
+PUBLISH=$B/tools/epbroker-publish
 
 rm -rf "$OUT/bin" "$OUT/repo" "$OUT/models" "$OUT.keys"
 mkdir -p "$OUT/bin" "$OUT/debs"

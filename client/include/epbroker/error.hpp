@@ -32,11 +32,14 @@ enum class Errc {
   unavailable,  // no bus, or the daemon cannot be reached / started, or it went away
   timeout,      // the daemon did not answer in time
   protocol,     // an answer this library does not understand (version skew)
+  // The daemon's kinds added since (at the end, so that the values above keep theirs).
+  disk_full,  // DiskFull: the daemon's disk (or quota) is full; free space, try again
+  internal,   // Internal: the daemon failed on its own side (a local I/O error, a bug)
 };
 
 // Stable names, used in epbrokerctl's JSON: "NotFound", "NotAuthorized", ...,
-// "Cancelled" (the daemon's names without the prefix), "Unavailable", "Timeout",
-// "Protocol".
+// "Cancelled", "DiskFull", "Internal" (the daemon's names without the prefix),
+// "Unavailable", "Timeout", "Protocol".
 EPBROKER_API std::string_view errc_name(Errc code) noexcept;
 
 class EPBROKER_API Error : public std::runtime_error {

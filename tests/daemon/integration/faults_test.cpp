@@ -105,7 +105,7 @@ TEST_F(FaultsTest, DiskFullDuringDownloadFailsCleanlyAndWorksOnceThereIsRoom) {
 
   const JobEnd end = run(broker_->EnsureProvider(kBulkEp));
   EXPECT_EQ(end.state, "failed");
-  EXPECT_EQ(end.error, "org.epbroker.Error.VerificationFailed");  // catalog::Errc::io's kind
+  EXPECT_EQ(end.error, "org.epbroker.Error.DiskFull");
   EXPECT_THAT(end.message, HasSubstr("No space left on device"));
   EXPECT_EQ(tree_of(bus_->store_dir()), store);
   EXPECT_EQ(entries_of(staging()), std::vector<std::string>{});
@@ -130,7 +130,7 @@ TEST_F(FaultsTest, DiskFullDuringExtractionFailsCleanlyAndWorksOnceThereIsRoom) 
 
   const JobEnd end = run(broker_->EnsureProvider(kBulkEp));
   EXPECT_EQ(end.state, "failed");
-  EXPECT_EQ(end.error, "org.epbroker.Error.VerificationFailed");  // catalog::Errc::io's kind
+  EXPECT_EQ(end.error, "org.epbroker.Error.DiskFull");
   EXPECT_THAT(end.message, HasSubstr("No space left on device"));
   EXPECT_EQ(tree_of(bus_->store_dir()), store);
   EXPECT_EQ(entries_of(staging()), std::vector<std::string>{});

@@ -8,45 +8,25 @@
 //
 // Exit status: 0 when the whole command succeeded, 1 on any failure, 2 on a
 // usage error.
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <string_view>
+#include <utility>
 
 #include "catalog/atomic_file.hpp"
-#include "catalog/tools/cli.hpp"
 #include "catalog/tuf/trusted_set.hpp"
 #include "catalog/tuf/updater.hpp"
 #include "net/curl_fetcher.hpp"
+#include "tools/cli.hpp"
 
 namespace {
 
 using catalog::Errc;
 using catalog::tuf::TimePoint;
 
-constexpr const char* kUsage = R"(Usage: epbroker-tuf-client [OPTIONS] COMMAND
-
-Refreshes trusted TUF metadata and downloads verified targets.
-
-Commands:
-  init ROOT    trust ROOT (a root.json file) as the starting root; no network
-  refresh      update root, timestamp, snapshot and targets metadata
-  download     refresh, then download each --target-name in order
-
-Options:
-  --metadata-dir DIR      where trusted metadata is kept (required)
-  --metadata-url URL      base URL of the repository's metadata
-  --target-base-url URL   base URL of the repository's targets (download)
-  --target-dir DIR        where downloaded targets are stored (download)
-  --target-name NAME      target path to download; repeatable, in order
-  --https-only            refuse plain http:// URLs (default: http and https)
-  --quiet                 print nothing but errors
-  -h, --help              show this help
-
-Exit status: 0 success, 1 failure, 2 usage error.
-)";
-
 int usage_error(const std::string& msg) {
-  std::cerr << "epbroker-tuf-client: " << msg << "\nTry 'epbroker-tuf-client --help'.\n";
-  return 2;
+  return catalog::tools::usage_error("epbroker-tuf-client", msg);
 }
 
 int failure(const catalog::Error& e) {
@@ -88,27 +68,48 @@ void report(const catalog::tuf::TrustedSet& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string err;
-  auto args = catalog::tools::parse_args(
-      argc, argv, 1,
-      {"metadata-dir", "metadata-url", "target-base-url", "target-dir", "target-name"},
-      {"https-only", "quiet"}, err);
-  if (!args) return usage_error(err);
-  if (args->has("help")) {
-    std::cout << kUsage;
-    return 0;
+  CLI::App app("Refreshes trusted TUF metadata and downloads verified targets.",
+               "epbroker-tuf-client");
+  catalog::tools::declare_common(app);
+  app.fallthrough();  // the options also after the command
+  app.require_subcommand(1);
+  catalog::tools::Args args;
+  catalog::tools::declare_options(
+      app,
+      {{"metadata-dir", "DIR", "where trusted metadata is kept", true},
+       {"metadata-url", "URL", "base URL of the repository's metadata (refresh, download)"},
+       {"target-base-url", "URL", "base URL of the repository's targets (download)"},
+       {"target-dir", "DIR", "where downloaded targets are stored (download)"},
+       {"target-name", "NAME", "target path to download; repeatable, in order"},
+       {"https-only", nullptr, "refuse plain http:// URLs (default: http and https)"},
+       {"quiet", nullptr, "print nothing but errors"}},
+      args);
+  const std::pair<const char*, const char*> commands[] = {
+      {"init", "trust ROOT (a root.json file) as the starting root; no network"},
+      {"refresh", "update root, timestamp, snapshot and targets metadata"},
+      {"download", "refresh, then download each --target-name in order"},
+  };
+  for (const auto& [name, help] : commands) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    sub->group("Commands");
+    if (std::string_view(name) == "init") {
+      sub->add_option("ROOT", args.positionals, "the root.json to trust")
+          ->required()
+          ->expected(1)
+          ->allow_extra_args(false)
+          ->type_name("");
+    }
   }
-  if (args->positionals.empty()) return usage_error("missing command");
-  const std::string cmd = args->positionals[0];
-  const auto metadata_dir = args->get("metadata-dir");
-  if (!metadata_dir) return usage_error("--metadata-dir is required");
-  const bool quiet = args->has("quiet");
+  app.footer("Exit status: 0 success, 1 failure, 2 usage error.");
+  if (auto done = catalog::tools::parse(app, argc, argv)) return *done;
+  const std::string cmd = app.get_subcommands().front()->get_name();
+  const auto metadata_dir = args.get("metadata-dir");
+  const bool quiet = args.has("quiet");
 
   if (cmd == "init") {
-    if (args->positionals.size() != 2) return usage_error("init takes exactly one ROOT file");
     // Trust what the operator hands us, but only if it is a well-formed root
     // signed by its own threshold: a typo should not become a trust anchor.
-    auto bytes = catalog::read_file(args->positionals[1], 512'000);
+    auto bytes = catalog::read_file(args.positionals.at(0), 512'000);
     if (!bytes) return failure(bytes.error());
     auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
     auto set = catalog::tuf::TrustedSet::create(*bytes, now);
@@ -128,23 +129,21 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (cmd != "refresh" && cmd != "download") return usage_error("unknown command '" + cmd + "'");
-  if (args->positionals.size() != 1) return usage_error(cmd + " takes no arguments");
-  const auto metadata_url = args->get("metadata-url");
+  const auto metadata_url = args.get("metadata-url");
   if (!metadata_url) return usage_error("--metadata-url is required");
 
   net::CurlFetcherOptions opts;
-  opts.allow_http = !args->has("https-only");
+  opts.allow_http = !args.has("https-only");
   net::CurlFetcher fetcher(opts);
   catalog::tuf::UpdaterConfig config;
   config.metadata_dir = *metadata_dir;
   config.metadata_base_url = *metadata_url;
-  config.target_base_url = args->get("target-base-url").value_or("");
-  config.target_dir = args->get("target-dir").value_or("");
+  config.target_base_url = args.get("target-base-url").value_or("");
+  config.target_dir = args.get("target-dir").value_or("");
   if (cmd == "download") {
     if (config.target_base_url.empty()) return usage_error("--target-base-url is required");
     if (config.target_dir.empty()) return usage_error("--target-dir is required");
-    if (args->all("target-name").empty()) return usage_error("--target-name is required");
+    if (args.all("target-name").empty()) return usage_error("--target-name is required");
   }
   catalog::tuf::Updater updater(config, fetcher);
 
@@ -155,7 +154,7 @@ int main(int argc, char** argv) {
   if (cmd == "refresh") return 0;
 
   // 2. Targets in order; the first failure ends the command.
-  for (const auto& name : args->all("target-name")) {
+  for (const auto& name : args.all("target-name")) {
     auto info = updater.get_targetinfo(name);
     if (!info) return failure(info.error());
     const std::string sha = info->hashes.begin()->first + " " + info->hashes.begin()->second;

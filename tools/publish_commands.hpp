@@ -2,7 +2,7 @@
 // 0 success, 1 failure (message on stderr), 2 usage error.
 #pragma once
 
-#include "catalog/tools/cli.hpp"
+#include "tools/cli.hpp"
 
 namespace catalog::tools {
 

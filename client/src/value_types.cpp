@@ -31,8 +31,12 @@ std::string_view errc_name(Errc code) noexcept {
       return "Timeout";
     case Errc::protocol:
       return "Protocol";
+    case Errc::disk_full:
+      return "DiskFull";
+    case Errc::internal:
+      return "Internal";
   }
-  return "Protocol";
+  return "Protocol";  // not an Errc value
 }
 
 Error::Error(Errc code, std::string message, std::string bus_name)

@@ -1,4 +1,4 @@
-#include "catalog/tools/publish_commands.hpp"
+#include "tools/publish_commands.hpp"
 
 #include <sys/stat.h>
 

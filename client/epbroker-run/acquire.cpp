@@ -1,4 +1,4 @@
-#include "client/epbroker-run/broker.hpp"
+#include "client/epbroker-run/acquire.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -99,9 +99,20 @@ std::string broker_hint(const epbroker::Error& e) {
       return "the daemon refused for now (too many sessions?): close other sessions and retry";
     case Errc::protocol:
       return "epbroker-run and epbrokerd are different versions: update both";
-    default:
-      return "see `epbrokerctl status` and `epbrokerctl providers`";
+    case Errc::disk_full:
+      return "the daemon's disk is full: free space under /var/lib/epbroker and "
+             "/var/cache/epbroker, then retry";
+    case Errc::internal:
+      return "epbrokerd failed on its own side: see `journalctl -u epbrokerd`";
+    case Errc::not_found:
+    case Errc::invalid_argument:
+    case Errc::incompatible:
+    case Errc::verification_failed:
+    case Errc::network:
+    case Errc::cancelled:
+      break;
   }
+  return "see `epbrokerctl status` and `epbrokerctl providers`";
 }
 
 std::expected<Brokered, Failure> acquire(Ort::Env& env, const Options& options) {

@@ -1,0 +1,19 @@
+#include "daemon/dbus/errors.hpp"
+
+#include "daemon/log/log.hpp"
+
+namespace epbrokerd::dbus {
+
+std::string bus_error_name_of(const core::Error& e) {
+  return std::string(common::bus_error_name(e.code));
+}
+
+void throw_bus_error(const core::Error& e) { throw sdbus::Error(bus_error_name_of(e), e.message); }
+
+void throw_internal_error(const char* where, const std::exception& e) {
+  log::error("internal error in {}: {}", where, e.what());
+  throw sdbus::Error(std::string(common::bus_error_name(common::BusError::Internal)),
+                     std::string("internal error: ") + e.what());
+}
+
+}  // namespace epbrokerd::dbus
