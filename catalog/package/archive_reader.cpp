@@ -11,6 +11,7 @@
 
 #include "catalog/package/archive_locale.hpp"
 #include "catalog/text.hpp"
+#include "catalog/unique_fd.hpp"
 
 namespace catalog::package {
 namespace {
@@ -32,8 +33,7 @@ class LibarchiveReader final : public ArchiveReader {
   ~LibarchiveReader() override {
     ArchiveLocaleScope locale;
     archive_read_free(a_);
-    ::close(fd_);
-  }
+  }  // then fd_ closes
   LibarchiveReader(const LibarchiveReader&) = delete;
   LibarchiveReader& operator=(const LibarchiveReader&) = delete;
 
@@ -101,7 +101,7 @@ class LibarchiveReader final : public ArchiveReader {
 
  private:
   archive* a_;
-  int fd_;
+  UniqueFd fd_;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "catalog/atomic_file.hpp"
 #include "catalog/crypto/hash.hpp"
 #include "catalog/tuf/updater.hpp"
+#include "catalog/unique_fd.hpp"
 
 namespace catalog::tuf {
 
@@ -38,23 +39,22 @@ class Partial {
  public:
   Partial(int fd, std::string file, const TargetFile& info, Hashers hashers)
       : fd_(fd), file_(std::move(file)), info_(info), hashers_(std::move(hashers)) {}
-  ~Partial() { ::close(fd_); }
   Partial(const Partial&) = delete;
   Partial& operator=(const Partial&) = delete;
 
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   std::uint64_t size() const { return size_; }
 
   // Takes over what a previous download left: hashes it. A prefix longer than the
   // target, or one that cannot be read, is dropped.
   Result<void> load() {
     struct stat st {};
-    if (::fstat(fd_, &st) != 0) return io_error("stat");
+    if (::fstat(fd_.get(), &st) != 0) return io_error("stat");
     const auto on_disk = static_cast<std::uint64_t>(st.st_size);
     if (on_disk == 0 || on_disk > info_.length) return restart();
     std::vector<char> buf(1 << 16);
     while (size_ < on_disk) {
-      ssize_t n = ::pread(fd_, buf.data(), buf.size(), static_cast<off_t>(size_));
+      ssize_t n = ::pread(fd_.get(), buf.data(), buf.size(), static_cast<off_t>(size_));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return restart();
       for (auto& [_, h] : hashers_)
@@ -66,7 +66,7 @@ class Partial {
 
   // Back to zero bytes and fresh hashers.
   Result<void> restart() {
-    if (::ftruncate(fd_, 0) != 0) return io_error("truncate");
+    if (::ftruncate(fd_.get(), 0) != 0) return io_error("truncate");
     size_ = 0;
     auto fresh = make_hashers(info_);
     if (!fresh) return std::unexpected(fresh.error());
@@ -84,7 +84,7 @@ class Partial {
     const auto* p = reinterpret_cast<const char*>(chunk.data());
     std::size_t left = chunk.size();
     while (left > 0) {
-      ssize_t n = ::pwrite(fd_, p, left, static_cast<off_t>(size_));
+      ssize_t n = ::pwrite(fd_.get(), p, left, static_cast<off_t>(size_));
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) return io_error("write");
       p += n;
@@ -120,7 +120,7 @@ class Partial {
     return fail(errno_code(e), std::string(what) + " " + file_ + ": " + std::strerror(e));
   }
 
-  int fd_;
+  UniqueFd fd_;
   std::string file_;
   const TargetFile& info_;
   Hashers hashers_;

@@ -4,8 +4,12 @@
 #include <type_traits>
 #include <utility>
 
+#include "common/wire.hpp"
+
 namespace epbroker::detail {
 namespace {
+
+namespace key = common::key;
 
 // d[key] as T when its signature is `sig`; `fallback` when absent.
 template <typename T>
@@ -29,21 +33,21 @@ std::vector<std::string> strs(const Dict& d, const char* key) {
 
 Device to_device(const Dict& d) {
   Device out;
-  out.id = str(d, "id");
-  out.type = str(d, "type");
-  out.vendor_id = field<std::uint16_t>(d, "vendor_id", "q");
-  out.device_id = field<std::uint16_t>(d, "device_id", "q");
-  out.vendor = str(d, "vendor");
-  out.name = str(d, "name");
-  out.driver = str(d, "driver");
-  out.driver_version = str(d, "driver_version");
-  out.bus_path = str(d, "bus_path");
-  out.discrete = field<bool>(d, "discrete", "b");
-  out.node = str(d, "node");
-  out.isa = strs(d, "isa");
-  out.cores = field<std::uint32_t>(d, "cores", "u");
-  out.threads = field<std::uint32_t>(d, "threads", "u");
-  out.arch = str(d, "arch");
+  out.id = str(d, key::id);
+  out.type = str(d, key::type);
+  out.vendor_id = field<std::uint16_t>(d, key::vendor_id, "q");
+  out.device_id = field<std::uint16_t>(d, key::device_id, "q");
+  out.vendor = str(d, key::vendor);
+  out.name = str(d, key::name);
+  out.driver = str(d, key::driver);
+  out.driver_version = str(d, key::driver_version);
+  out.bus_path = str(d, key::bus_path);
+  out.discrete = field<bool>(d, key::discrete, "b");
+  out.node = str(d, key::node);
+  out.isa = strs(d, key::isa);
+  out.cores = field<std::uint32_t>(d, key::cores, "u");
+  out.threads = field<std::uint32_t>(d, key::threads, "u");
+  out.arch = str(d, key::arch);
   return out;
 }
 
@@ -67,19 +71,19 @@ std::string bus_signature() {
 // field is the member to fill (a PathField for an object path).
 template <typename F>
 void for_each_provider_field(Provider& p, F&& f) {
-  f("name", p.name);
-  f("kind", p.kind);
-  f("ep_names", p.ep_names);
-  f("version", p.version);
-  f("vendor", p.vendor);
-  f("state", p.state_name);
-  f("devices", p.devices);
-  f("size", p.size);
-  f("library_path", p.library_path);
-  f("reason", p.reason);
-  f("remote", p.remote);
-  f("job", PathField{p.job});
-  f("ort_min", p.ort_min);
+  f(key::name, p.name);
+  f(key::kind, p.kind);
+  f(key::ep_names, p.ep_names);
+  f(key::version, p.version);
+  f(key::vendor, p.vendor);
+  f(key::state, p.state_name);
+  f(key::devices, p.devices);
+  f(key::size, p.size);
+  f(key::library_path, p.library_path);
+  f(key::reason, p.reason);
+  f(key::remote, p.remote);
+  f(key::job, PathField{p.job});
+  f(key::ort_min, p.ort_min);
 }
 
 [[noreturn]] void wrong_type(const std::string& key, const std::string& got,
@@ -150,10 +154,10 @@ std::vector<Provider> read_providers(sdbus::Message& m) {
 
 VerifyResult to_verify_result(const Dict& d) {
   VerifyResult out;
-  out.name = str(d, "name");
-  out.version = str(d, "version");
-  out.ok = field<bool>(d, "ok", "b", true);
-  out.problem = str(d, "problem");
+  out.name = str(d, key::name);
+  out.version = str(d, key::version);
+  out.ok = field<bool>(d, key::ok, "b", true);
+  out.problem = str(d, key::problem);
   return out;
 }
 
@@ -175,10 +179,11 @@ JobState parse_job_state(const std::string& s) {
 
 Dict to_options(const SessionOptions& options) {
   Dict out;
-  out.emplace("policy", sdbus::Variant(std::string(to_string(options.policy))));
-  if (!options.ort_version.empty()) out.emplace("ort_version", sdbus::Variant(options.ort_version));
-  if (!options.providers.empty()) out.emplace("providers", sdbus::Variant(options.providers));
-  out.emplace("download", sdbus::Variant(options.download));
+  out.emplace(key::policy, sdbus::Variant(std::string(to_string(options.policy))));
+  if (!options.ort_version.empty())
+    out.emplace(key::ort_version, sdbus::Variant(options.ort_version));
+  if (!options.providers.empty()) out.emplace(key::providers, sdbus::Variant(options.providers));
+  out.emplace(key::download, sdbus::Variant(options.download));
   return out;
 }
 

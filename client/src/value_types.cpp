@@ -5,6 +5,8 @@
 #include "epbroker/client.hpp"
 #include "epbroker/error.hpp"
 
+#include "common/wire.hpp"
+
 namespace epbroker {
 
 std::string_view errc_name(Errc code) noexcept {
@@ -45,16 +47,18 @@ Error::Error(Errc code, std::string message, std::string bus_name)
       message_(std::move(message)),
       bus_name_(std::move(bus_name)) {}
 
+// The wire names come from common/wire.hpp; these switches only pair the public enums
+// (C++17, with their own `unknown`) with the daemon's.
 std::string_view to_string(ProviderState state) noexcept {
   switch (state) {
     case ProviderState::ready:
-      return "ready";
+      return common::provider_state_name(common::ProviderState::ready);
     case ProviderState::available:
-      return "available";
+      return common::provider_state_name(common::ProviderState::available);
     case ProviderState::installing:
-      return "installing";
+      return common::provider_state_name(common::ProviderState::installing);
     case ProviderState::incompatible:
-      return "incompatible";
+      return common::provider_state_name(common::ProviderState::incompatible);
     case ProviderState::unknown:
       break;
   }
@@ -64,19 +68,19 @@ std::string_view to_string(ProviderState state) noexcept {
 std::string_view to_string(JobState state) noexcept {
   switch (state) {
     case JobState::queued:
-      return "queued";
+      return common::job_state_name(common::JobState::queued);
     case JobState::downloading:
-      return "downloading";
+      return common::job_state_name(common::JobState::downloading);
     case JobState::verifying:
-      return "verifying";
+      return common::job_state_name(common::JobState::verifying);
     case JobState::installing:
-      return "installing";
+      return common::job_state_name(common::JobState::installing);
     case JobState::done:
-      return "done";
+      return common::job_state_name(common::JobState::done);
     case JobState::failed:
-      return "failed";
+      return common::job_state_name(common::JobState::failed);
     case JobState::cancelled:
-      return "cancelled";
+      return common::job_state_name(common::JobState::cancelled);
     case JobState::unknown:
       break;
   }
@@ -89,28 +93,37 @@ bool is_final(JobState state) noexcept {
 
 namespace {
 
-constexpr std::array<std::pair<Policy, std::string_view>, 7> kPolicies{{
-    {Policy::default_policy, "default"},
-    {Policy::prefer_cpu, "prefer_cpu"},
-    {Policy::prefer_gpu, "prefer_gpu"},
-    {Policy::prefer_npu, "prefer_npu"},
-    {Policy::max_performance, "max_performance"},
-    {Policy::max_efficiency, "max_efficiency"},
-    {Policy::min_overall_power, "min_overall_power"},
-}};
+common::Policy to_wire(Policy policy) noexcept {
+  switch (policy) {
+    case Policy::default_policy:
+      return common::Policy::default_policy;
+    case Policy::prefer_cpu:
+      return common::Policy::prefer_cpu;
+    case Policy::prefer_gpu:
+      return common::Policy::prefer_gpu;
+    case Policy::prefer_npu:
+      return common::Policy::prefer_npu;
+    case Policy::max_performance:
+      return common::Policy::max_performance;
+    case Policy::max_efficiency:
+      return common::Policy::max_efficiency;
+    case Policy::min_overall_power:
+      return common::Policy::min_overall_power;
+  }
+  return common::Policy::default_policy;  // not a Policy value (a cast)
+}
+
+constexpr Policy kAllPolicies[] = {
+    Policy::default_policy,  Policy::prefer_cpu,     Policy::prefer_gpu,       Policy::prefer_npu,
+    Policy::max_performance, Policy::max_efficiency, Policy::min_overall_power};
 
 }  // namespace
 
-std::string_view to_string(Policy policy) noexcept {
-  for (const auto& [p, name] : kPolicies) {
-    if (p == policy) return name;
-  }
-  return "default";
-}
+std::string_view to_string(Policy policy) noexcept { return common::policy_name(to_wire(policy)); }
 
 std::optional<Policy> parse_policy(std::string_view text) noexcept {
-  for (const auto& [p, name] : kPolicies) {
-    if (name == text) return p;
+  for (const Policy p : kAllPolicies) {
+    if (to_string(p) == text) return p;
   }
   return std::nullopt;
 }

@@ -18,7 +18,6 @@ using catalog::Errc;
 using catalog::fail;
 using catalog::quote_for_message;
 
-constexpr std::uint64_t kMaxIdleTimeout = 604800;  // as idle_timeout_sec (config.hpp)
 constexpr std::size_t kMaxBusAddressBytes = 4096;
 
 // The flags that take a value, in the order --help lists them.

@@ -24,6 +24,7 @@
 #include "catalog/ep_metadata.hpp"
 #include "catalog/error.hpp"
 #include "catalog/tuf/fetcher.hpp"
+#include "common/wire.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/authorizer.hpp"
 #include "daemon/core/error.hpp"
@@ -46,12 +47,12 @@ struct CatalogEntry {
 
 struct ProviderView {
   std::string name;
-  std::string kind = "execution_provider";  // or "runtime" (catalog::PackageKind)
+  common::PackageKind kind = common::PackageKind::execution_provider;
   std::vector<std::string> ep_names;
   std::string version;
   std::string ort_min;  // the package's minimum ONNX Runtime
   std::string vendor;
-  std::string state;  // ready | available | installing | incompatible
+  common::ProviderState state = common::ProviderState::available;
   std::vector<std::string> devices;
   std::uint64_t size = 0;
   std::string library_path;  // ready only

@@ -4,26 +4,6 @@ namespace epbrokerd::core {
 
 std::string_view job_kind_name(JobKind k) { return k == JobKind::install ? "install" : "refresh"; }
 
-std::string_view job_state_name(JobState s) {
-  switch (s) {
-    case JobState::queued:
-      return "queued";
-    case JobState::downloading:
-      return "downloading";
-    case JobState::verifying:
-      return "verifying";
-    case JobState::installing:
-      return "installing";
-    case JobState::done:
-      return "done";
-    case JobState::failed:
-      return "failed";
-    case JobState::cancelled:
-      return "cancelled";
-  }
-  return "failed";
-}
-
 bool is_final(JobState s) {
   return s == JobState::done || s == JobState::failed || s == JobState::cancelled;
 }

@@ -13,16 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "common/wire.hpp"
 #include "daemon/core/error.hpp"
 #include "daemon/core/request_context.hpp"
 
 namespace epbrokerd::core {
 
 enum class JobKind { install, refresh };
-enum class JobState { queued, downloading, verifying, installing, done, failed, cancelled };
+// The states a job goes through, as Job1.State reports them (common/wire.hpp).
+using common::job_state_name;
+using common::JobState;
 
 std::string_view job_kind_name(JobKind k);
-std::string_view job_state_name(JobState s);
 bool is_final(JobState s);
 
 struct JobSnapshot {

@@ -1,6 +1,7 @@
 #include "daemon/dbus/convert.hpp"
 
 #include "catalog/device_type.hpp"
+#include "common/wire.hpp"
 
 namespace epbrokerd::dbus {
 
@@ -13,22 +14,23 @@ std::string session_path(std::uint64_t id) {
 }
 
 Dict to_dict(const hardware::Device& d) {
-  Dict out{{"id", sdbus::Variant(d.id)},
-           {"type", sdbus::Variant(std::string(catalog::device_type_name(d.type)))},
-           {"vendor_id", sdbus::Variant(d.vendor_id)},
-           {"device_id", sdbus::Variant(d.device_id)},
-           {"vendor", sdbus::Variant(d.vendor)},
-           {"name", sdbus::Variant(d.name)},
-           {"driver", sdbus::Variant(d.driver)},
-           {"driver_version", sdbus::Variant(d.driver_version)},
-           {"bus_path", sdbus::Variant(d.bus_path)},
-           {"discrete", sdbus::Variant(d.discrete)},
-           {"node", sdbus::Variant(d.node)}};
+  namespace key = common::key;
+  Dict out{{key::id, sdbus::Variant(d.id)},
+           {key::type, sdbus::Variant(std::string(catalog::device_type_name(d.type)))},
+           {key::vendor_id, sdbus::Variant(d.vendor_id)},
+           {key::device_id, sdbus::Variant(d.device_id)},
+           {key::vendor, sdbus::Variant(d.vendor)},
+           {key::name, sdbus::Variant(d.name)},
+           {key::driver, sdbus::Variant(d.driver)},
+           {key::driver_version, sdbus::Variant(d.driver_version)},
+           {key::bus_path, sdbus::Variant(d.bus_path)},
+           {key::discrete, sdbus::Variant(d.discrete)},
+           {key::node, sdbus::Variant(d.node)}};
   if (d.type == catalog::DeviceType::cpu) {
-    out.emplace("isa", sdbus::Variant(d.isa));
-    out.emplace("cores", sdbus::Variant(d.cores));
-    out.emplace("threads", sdbus::Variant(d.threads));
-    out.emplace("arch", sdbus::Variant(d.arch));
+    out.emplace(key::isa, sdbus::Variant(d.isa));
+    out.emplace(key::cores, sdbus::Variant(d.cores));
+    out.emplace(key::threads, sdbus::Variant(d.threads));
+    out.emplace(key::arch, sdbus::Variant(d.arch));
   }
   return out;
 }
@@ -39,19 +41,20 @@ namespace {
 // order, values of their bus types (the optional ones only when set).
 template <typename F>
 void for_each_entry(const core::ProviderView& p, F&& f) {
-  f("name", p.name);
-  f("kind", p.kind);
-  f("ort_min", p.ort_min);
-  f("ep_names", p.ep_names);
-  f("version", p.version);
-  f("vendor", p.vendor);
-  f("state", p.state);
-  f("devices", p.devices);
-  f("size", p.size);
-  f("remote", p.remote);
-  if (!p.library_path.empty()) f("library_path", p.library_path);
-  if (!p.reason.empty()) f("reason", p.reason);
-  if (p.job != 0) f("job", sdbus::ObjectPath(job_path(p.job)));
+  namespace key = common::key;
+  f(key::name, p.name);
+  f(key::kind, std::string(common::package_kind_name(p.kind)));
+  f(key::ort_min, p.ort_min);
+  f(key::ep_names, p.ep_names);
+  f(key::version, p.version);
+  f(key::vendor, p.vendor);
+  f(key::state, std::string(common::provider_state_name(p.state)));
+  f(key::devices, p.devices);
+  f(key::size, p.size);
+  f(key::remote, p.remote);
+  if (!p.library_path.empty()) f(key::library_path, p.library_path);
+  if (!p.reason.empty()) f(key::reason, p.reason);
+  if (p.job != 0) f(key::job, sdbus::ObjectPath(job_path(p.job)));
 }
 
 }  // namespace
@@ -113,10 +116,11 @@ const Dict& to_dict_cached(const core::ProviderView& p) {
 }
 
 Dict to_dict(const core::VerifyResult& r) {
-  return {{"name", sdbus::Variant(r.name)},
-          {"version", sdbus::Variant(r.version)},
-          {"ok", sdbus::Variant(r.ok)},
-          {"problem", sdbus::Variant(r.problem)}};
+  namespace key = common::key;
+  return {{key::name, sdbus::Variant(r.name)},
+          {key::version, sdbus::Variant(r.version)},
+          {key::ok, sdbus::Variant(r.ok)},
+          {key::problem, sdbus::Variant(r.problem)}};
 }
 
 }  // namespace epbrokerd::dbus

@@ -2,6 +2,8 @@
 // each method converting arguments, calling the broker core with a
 // RequestContext built from the message's credentials, converting the result,
 // and mapping errors through common/bus_errors. Nothing here decides policy.
+// One file pair per bus object (broker_object, job_object, session_object); this
+// one is the Service that owns them.
 //
 // Lifecycle (see main.cpp for the order of events): every method call is counted
 // while it runs (Lifecycle), so the main loop's idle decision never races a call
@@ -14,8 +16,9 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 
-#include <atomic>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -26,9 +29,6 @@
 #include "daemon/core/broker.hpp"
 #include "daemon/dbus/lifecycle.hpp"
 #include "daemon/dbus/name_release.hpp"
-#include "generated/dbus/Broker1_adaptor.h"
-#include "generated/dbus/Job1_adaptor.h"
-#include "generated/dbus/Session1_adaptor.h"
 
 namespace epbrokerd::dbus {
 
@@ -41,71 +41,9 @@ namespace epbrokerd::dbus {
 inline constexpr std::chrono::seconds kFinishedJobGrace{60};
 inline constexpr std::size_t kMaxFinishedJobs = 256;
 
-class Service;
-
-class JobObject final
-    : public sdbus::AdaptorInterfaces<org::epbroker::Job1_adaptor, sdbus::Properties_adaptor,
-                                      sdbus::ManagedObject_adaptor> {
- public:
-  JobObject(sdbus::IConnection& conn, Service& service, std::shared_ptr<core::Job> job);
-  ~JobObject();
-  // Emits PropertiesChanged, and Finished once when `snap` is final.
-  void changed(const core::JobSnapshot& snap);
-
- private:
-  void Cancel() override;
-  std::string Kind() override;
-  std::string Target() override;
-  std::string State() override;
-  uint64_t BytesDone() override;
-  uint64_t BytesTotal() override;
-  std::string Error() override;
-  std::string ErrorMessage() override;
-
-  Service& service_;
-  // The object reads its job directly, so it outlives the job table's entry.
-  std::shared_ptr<core::Job> job_;
-  std::atomic<bool> finished_{false};
-};
-
-class SessionObject final : public sdbus::AdaptorInterfaces<org::epbroker::Session1_adaptor,
-                                                            sdbus::ManagedObject_adaptor> {
- public:
-  SessionObject(sdbus::IConnection& conn, Service& service, std::uint64_t id);
-  ~SessionObject();
-
- private:
-  void Release() override;
-
-  Service& service_;
-  std::uint64_t id_;
-};
-
-class BrokerObject final
-    : public sdbus::AdaptorInterfaces<org::epbroker::Broker1_adaptor, sdbus::Properties_adaptor,
-                                      sdbus::ObjectManager_adaptor> {
- public:
-  BrokerObject(sdbus::IConnection& conn, Service& service);
-  ~BrokerObject();
-
- private:
-  std::vector<std::map<std::string, sdbus::Variant>> ListDevices() override;
-  std::vector<std::map<std::string, sdbus::Variant>> ListProviders() override;
-  sdbus::ObjectPath EnsureProvider(const std::string& name) override;
-  void RemoveProvider(const std::string& name) override;
-  sdbus::ObjectPath RefreshCatalog() override;
-  std::vector<std::map<std::string, sdbus::Variant>> Verify() override;
-  // Answers first, then registers the session object (see the XML).
-  void RequestSession(
-      sdbus::Result<sdbus::ObjectPath, std::vector<std::map<std::string, sdbus::Variant>>>&& result,
-      std::map<std::string, sdbus::Variant> options) override;
-  std::string Version() override;
-  std::string DaemonState() override;
-  uint64_t CatalogRevision() override;
-  std::string CatalogExpires() override;
-
-  Service& service_;
-};
+class BrokerObject;
+class JobObject;
+class SessionObject;
 
 // Owns the bus objects, forwards broker events to them, and keeps the lifecycle
 // bookkeeping (calls in flight, activity, DaemonState).

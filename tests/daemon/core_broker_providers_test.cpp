@@ -207,7 +207,7 @@ class ProvidersTest : public ::testing::Test {
   }
   std::string state_of(const std::string& name) {
     auto p = provider(name);
-    return p ? p->state : "(absent)";
+    return p ? std::string(common::provider_state_name(p->state)) : "(absent)";
   }
 
   tests::support::TempDir tmp_;
@@ -243,7 +243,7 @@ TEST_F(ProvidersTest, InstallMovesAvailableToInstallingToReady) {
   ASSERT_TRUE(id) << id.error().message;
   auto p = provider("alpha-ep");
   ASSERT_TRUE(p);
-  EXPECT_EQ(p->state, "installing");
+  EXPECT_EQ(p->state, common::ProviderState::installing);
   EXPECT_EQ(p->job, *id);
   EXPECT_EQ(state_of("alpha-ep"), "installing");  // read again: the same shared views
 
@@ -251,7 +251,7 @@ TEST_F(ProvidersTest, InstallMovesAvailableToInstallingToReady) {
   ASSERT_EQ(finish(*id), JobState::done);
   p = provider("alpha-ep");
   ASSERT_TRUE(p);
-  EXPECT_EQ(p->state, "ready");
+  EXPECT_EQ(p->state, common::ProviderState::ready);
   EXPECT_EQ(p->job, 0U);
   EXPECT_TRUE(fs::exists(p->library_path)) << p->library_path;
 }
@@ -321,7 +321,7 @@ TEST_F(ProvidersTest, ADownloadInTwoTransfersInstallsFromTheDownloadedFile) {
   ASSERT_EQ(finish(*id), JobState::done) << broker_->jobs().find(*id)->snapshot().error->message;
   auto p = provider("alpha-ep");
   ASSERT_TRUE(p);
-  EXPECT_EQ(p->state, "ready");
+  EXPECT_EQ(p->state, common::ProviderState::ready);
   EXPECT_EQ(tests::support::read_file(p->library_path), "library of alpha-ep");
   EXPECT_TRUE(fs::is_empty(tmp_ / "state/staging"));
 }
@@ -372,8 +372,8 @@ TEST_F(ProvidersTest, SessionsLeaseReadyProvidersAndCheckTheAppsOrt) {
   ASSERT_TRUE(grant) << grant.error().message;
   std::map<std::string, ProviderView> by_name;
   for (const auto& p : grant->providers) by_name[p.name] = p;
-  EXPECT_EQ(by_name.at("alpha-ep").state, "ready");
-  EXPECT_EQ(by_name.at("newer-ort-ep").state, "incompatible");
+  EXPECT_EQ(by_name.at("alpha-ep").state, common::ProviderState::ready);
+  EXPECT_EQ(by_name.at("newer-ort-ep").state, common::ProviderState::incompatible);
   EXPECT_NE(by_name.at("newer-ort-ep").reason.find("1.40.0"), std::string::npos);
   EXPECT_TRUE(by_name.at("newer-ort-ep").library_path.empty());
   // The cached views are not changed by what a session saw.

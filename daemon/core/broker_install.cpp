@@ -1,0 +1,297 @@
+// The install job: EnsureProvider, the download with progress and cancel
+// (ProgressFetcher), the pipe that streams it into the store (StreamPipe), and the
+// job's steps (run_install).
+#include "daemon/core/broker.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <condition_variable>
+
+#include "catalog/tuf/updater.hpp"
+
+#include "daemon/core/broker_internal.hpp"
+
+namespace epbrokerd::core {
+
+using namespace detail;
+using common::ProviderState;
+namespace fs = std::filesystem;
+
+// ---- jobs ---------------------------------------------------------------------
+
+Result<std::uint64_t> Broker::ensure_provider(const RequestContext& ctx, const std::string& name) {
+  // 1. Arguments, then authority, then the catalog.
+  if (!valid_name(name)) return fail(Errc::InvalidArgument, "invalid package name");
+  if (auto ok = options_.authorizer->check(ctx, Action::install); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::string reason;
+  auto entry = best_entry(name, &reason);
+  if (!entry) {
+    if (!reason.empty()) return fail(Errc::Incompatible, name + ": " + reason);
+    return fail(Errc::NotFound, "no trusted catalog lists a package named '" + name + "'");
+  }
+  // 2. One install per package however many callers ask.
+  if (auto running = jobs_.find_active(JobKind::install, name)) return running->id();
+  if (jobs_.active_count_for(ctx.sender) >= options_.config.daemon.max_jobs_per_client) {
+    return fail(Errc::Busy, ctx.sender + " already runs the per-client maximum of jobs");
+  }
+  auto job = jobs_.create(JobKind::install, name, ctx);
+  invalidate_providers();  // NAME is installing now
+  // 3. Already installed: a job that is done at once, so callers wait the same way.
+  if (store_.find(entry->meta.name, entry->meta.version.text)) {
+    job->succeed();
+    return job->id();
+  }
+  spawn([this, job, e = std::move(*entry)] { run_install(job, e); });
+  return job->id();
+}
+
+namespace {
+
+// Counts bytes for a job's progress and stops the transfer on cancel. Progress
+// goes out in steps of 1/256 of the total, at the end, and at least every 250
+// ms while bytes arrive (a slow download still moves): each report is a
+// PropertiesChanged signal on the bus, and one per network chunk (16 KiB) costs
+// more than the download itself.
+class ProgressFetcher : public catalog::tuf::Fetcher {
+ public:
+  ProgressFetcher(catalog::tuf::Fetcher& inner, Job& job, std::uint64_t total)
+      : inner_(inner), job_(job), total_(total), step_(std::max<std::uint64_t>(total / 256, 1)) {}
+  catalog::Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
+                              const catalog::tuf::ChunkSink& sink) override {
+    if (tee_ != Tee::off) tee_ = Tee::broken;  // not the target's one transfer
+    return inner_.fetch(url, max_bytes, counted(sink));
+  }
+  catalog::Result<void> fetch_from(const std::string& url, std::uint64_t offset,
+                                   std::uint64_t max_bytes, const catalog::tuf::StartSink& on_start,
+                                   const catalog::tuf::ChunkSink& sink) override {
+    if (tee_ == Tee::streaming) tee_ = Tee::broken;  // a second transfer: retry, mirror
+    // A resumed download has its prefix done already (progress never goes back).
+    auto start = [&](std::uint64_t from) {
+      done_ = std::max(done_, from);
+      report();
+      if (tee_ == Tee::armed) tee_ = from == 0 ? Tee::streaming : Tee::broken;
+      return on_start(from);
+    };
+    return inner_.fetch_from(url, offset, max_bytes, start, counted(sink));
+  }
+
+  // The length progress is measured against (before the first transfer).
+  void set_total(std::uint64_t total) {
+    total_ = total;
+    step_ = std::max<std::uint64_t>(total / 256, 1);
+  }
+
+  // From now on, the bytes of the next transfer also go to `fd` (a pipe the
+  // store extracts from), if it starts at the first byte; any other transfer
+  // breaks the stream (stream_intact() says false).
+  void tee_to(int fd) {
+    tee_fd_ = fd;
+    tee_ = Tee::armed;
+  }
+  // Whether exactly one transfer delivered all `length` bytes to the tee.
+  bool stream_intact(std::uint64_t length) const {
+    return tee_ == Tee::streaming && teed_ == length;
+  }
+
+ private:
+  catalog::tuf::ChunkSink counted(const catalog::tuf::ChunkSink& sink) {
+    return [this, &sink](std::span<const std::byte> chunk) -> catalog::Result<void> {
+      if (job_.cancel_requested()) return catalog::fail(catalog::Errc::cancelled, "cancelled");
+      done_ += chunk.size();
+      report();
+      if (tee_ == Tee::streaming) tee(chunk);
+      return sink(chunk);
+    };
+  }
+
+  void tee(std::span<const std::byte> chunk) {
+    for (std::size_t done = 0; done < chunk.size();) {
+      const ssize_t n = ::write(tee_fd_, chunk.data() + done, chunk.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        tee_ = Tee::broken;
+        return;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    teed_ += chunk.size();
+  }
+
+  void report() {
+    if (total_ == 0) return;
+    const std::uint64_t done = std::min(done_, total_);
+    const auto now = std::chrono::steady_clock::now();
+    if (done < total_ && done < reported_ + step_ &&
+        (done == reported_ || now - reported_at_ < std::chrono::milliseconds(250))) {
+      return;
+    }
+    reported_ = done;
+    reported_at_ = now;
+    job_.set_progress(done, total_);
+  }
+
+  catalog::tuf::Fetcher& inner_;
+  Job& job_;
+  std::uint64_t total_;
+  std::uint64_t step_;
+  std::uint64_t done_ = 0;
+  std::uint64_t reported_ = 0;
+  std::chrono::steady_clock::time_point reported_at_ = std::chrono::steady_clock::now();
+  enum class Tee { off, armed, streaming, broken } tee_ = Tee::off;
+  int tee_fd_ = -1;
+  std::uint64_t teed_ = 0;
+};
+
+// Reads `fd` to its end, discarding: the writer never blocks on a full pipe.
+void drain(int fd) {
+  std::array<char, 65536> buf;
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+  }
+}
+
+// A pipe from the download to the store (see Broker::run_install): both ends,
+// closed when it dies; `drain` is a second read end kept by the broker.
+struct StreamPipe {
+  int read = -1;
+  int write = -1;
+  int drain = -1;
+  StreamPipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    read = fds[0];
+    write = fds[1];
+    drain = ::fcntl(read, F_DUPFD_CLOEXEC, 0);
+    // Bigger than the default 64 KiB: fewer wake-ups (best effort).
+    (void)::fcntl(write, F_SETPIPE_SZ, 1 << 20);
+  }
+  ~StreamPipe() {
+    for (int fd : {read, write, drain}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  StreamPipe(const StreamPipe&) = delete;
+  StreamPipe& operator=(const StreamPipe&) = delete;
+  bool ok() const { return read >= 0 && write >= 0 && drain >= 0; }
+  void close_write() {
+    if (write >= 0) ::close(std::exchange(write, -1));
+  }
+};
+
+}  // namespace
+
+void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
+  const config::Remote* remote = find_remote(options_.config, entry.remote);
+  if (remote == nullptr) {
+    job->fail({Errc::NotFound, "remote " + entry.remote + " is no longer configured"});
+    return;
+  }
+  // 1. Download: refresh (metadata older than its timestamp gets updated), then
+  //    stream the signed target to the cache, capped and hashed.
+  job->set_state(JobState::downloading);
+  job->set_progress(0, entry.length);
+  auto fetcher = options_.fetcher_factory(*remote);
+  ProgressFetcher progress(*fetcher, *job, entry.length);
+  auto ucfg = updater_config(options_.config, *remote, *job);
+  if (auto ok = ensure_trusted_root(*remote, ucfg.metadata_dir); !ok) {
+    job->fail(ok.error());
+    return;
+  }
+  catalog::tuf::Updater updater(ucfg, progress);
+  auto info = updater.get_targetinfo(entry.target_path);
+  if (!info) {
+    job->fail(info.error());
+    return;
+  }
+  // The catalog this install was chosen from may be older than the metadata just
+  // refreshed (the package re-published since): the signed length now is what
+  // the download, its progress and the stream into the store go by.
+  if (info->length != entry.length) {
+    entry.length = info->length;
+    progress.set_total(entry.length);
+    job->set_progress(0, entry.length);
+  }
+  // The signed metadata at download time is what the package must match.
+  auto meta = catalog::parse_ep_metadata(info->custom);
+  if (!meta) {
+    job->fail(meta.error());
+    return;
+  }
+  // 2. The package streams into the store while it downloads: the store
+  //    extracts from a pipe the download also feeds, and commits only once the
+  //    whole download has verified against the signed length and hashes. When
+  //    the bytes did not come in one transfer from the first (a resumed partial
+  //    file, a retry, another mirror), the downloaded file is installed instead.
+  StreamPipe pipe;
+  std::mutex verdict_mu;
+  std::condition_variable verdict_cv;
+  std::optional<catalog::Result<void>> verdict;  // the download's, for the streamed tree
+  std::optional<catalog::Result<store::InstalledPackage>> streamed;
+  std::jthread extractor;
+  if (pipe.ok()) {
+    progress.tee_to(pipe.write);
+    extractor = std::jthread([&, read_fd = std::exchange(pipe.read, -1)] {
+      streamed = store_.install_stream(
+          read_fd, entry.length, *meta,
+          [&](store::InstallPhase phase, std::uint64_t, std::uint64_t) {
+            if (phase == store::InstallPhase::verifying) job->set_state(JobState::verifying);
+            if (phase == store::InstallPhase::committing) job->set_state(JobState::installing);
+          },
+          [&]() -> catalog::Result<void> {
+            drain(pipe.drain);  // to its end: the download is over
+            std::unique_lock lock(verdict_mu);
+            verdict_cv.wait(lock, [&] { return verdict.has_value(); });
+            return *verdict;
+          });
+      drain(pipe.drain);  // what a failed extraction left unread
+    });
+  }
+  auto file = updater.download_target(*info);
+  if (file) job->set_state(JobState::verifying);
+  const bool intact = file && progress.stream_intact(entry.length);
+  {
+    std::lock_guard lock(verdict_mu);
+    if (intact) {
+      verdict = catalog::Result<void>();
+    } else {
+      verdict = catalog::fail(catalog::Errc::cancelled, "download not streamed whole");
+    }
+  }
+  verdict_cv.notify_all();
+  pipe.close_write();
+  if (extractor.joinable()) extractor.join();
+  if (!file) {
+    job->fail(file.error());
+    return;
+  }
+  // 3. Not streamed whole: verify + extract + commit the downloaded file.
+  auto installed =
+      intact && streamed
+          ? std::move(*streamed)
+          : store_.install(*file, *meta,
+                           [&](store::InstallPhase phase, std::uint64_t, std::uint64_t) {
+                             if (phase != store::InstallPhase::extracting) {
+                               job->set_state(JobState::installing);
+                             }
+                           });
+  invalidate_providers();  // the store changed (or, on failure, stayed as it was)
+  std::error_code ec;
+  fs::remove(*file, ec);
+  if (!installed) {
+    job->fail(installed.error());
+    return;
+  }
+  job->set_progress(entry.length, entry.length);
+  job->succeed();
+  if (listener_) listener_->providers_changed();
+}
+
+}  // namespace epbrokerd::core

@@ -1,0 +1,94 @@
+#include "daemon/core/broker_internal.hpp"
+
+#include <map>
+#include <regex>
+
+#include "catalog/atomic_file.hpp"
+#include "daemon/hardware/libraries.hpp"
+
+namespace epbrokerd::core::detail {
+
+namespace fs = std::filesystem;
+
+// Package names as the catalog allows them; checked before any lookup.
+bool valid_name(const std::string& name) {
+  static const std::regex re("[a-z0-9][a-z0-9._-]{0,63}");
+  return std::regex_match(name, re);
+}
+
+catalog::Version any_ort() { return catalog::parse_version("9999.0.0").value(); }
+
+// Compatibility matching's view of the machine: the devices, and where packages'
+// "requires" are looked up.
+catalog::MachineInfo machine_info(const std::vector<hardware::Device>& devices,
+                                  const hardware::Roots& roots) {
+  catalog::MachineInfo m = hardware::to_machine_info(devices);
+  m.has_library = [locator = hardware::LibraryLocator(roots.system, m.arch)](
+                      const std::string& soname) { return locator.has(soname); };
+  return m;
+}
+
+// Keeps, for each package name, only the entries of the first remote (in
+// `entries`' order: remote priority) that lists it: a name belongs to the
+// highest-priority remote offering it, so a lower one cannot take it over with
+// a higher version or shadow it with an incompatible one.
+std::vector<CatalogEntry> drop_shadowed(std::vector<CatalogEntry> entries) {
+  std::map<std::string, std::string> owner;  // name -> remote
+  std::vector<CatalogEntry> out;
+  for (auto& e : entries) {
+    const auto [it, first] = owner.emplace(e.meta.name, e.remote);
+    if (first || it->second == e.remote) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+nlohmann::json entry_json(const CatalogEntry& e) {
+  return {{"remote", e.remote},
+          {"target_path", e.target_path},
+          {"length", e.length},
+          {"custom", catalog::to_json(e.meta)}};
+}
+
+const config::Remote* find_remote(const config::Config& c, const std::string& name) {
+  for (const auto& r : c.remotes) {
+    if (r.name == name) return &r;
+  }
+  return nullptr;
+}
+
+// `job` must outlive the Updater: cancelling it stops fetches and backoff waits.
+catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config::Remote& r,
+                                           const Job& job) {
+  catalog::tuf::UpdaterConfig u;
+  u.metadata_dir = c.paths.state_dir / "remotes" / r.name / "metadata";
+  // The primary, then the configured mirrors in order (catalog/tuf/mirrors.hpp
+  // says which failures fall through to the next).
+  u.metadata_base_url = r.primary.metadata_url;
+  u.target_base_url = r.primary.targets_url;
+  for (const auto& m : r.mirrors) u.mirrors.push_back({m.metadata_url, m.targets_url});
+  // Transient failures: fetch_attempts rounds over the mirrors (default 4), 200 ms
+  // doubling to 5 s between them, or what a 503's Retry-After asks (capped); an
+  // interrupted target resumes from its partial file.
+  u.retry = {.attempts = c.daemon.fetch.attempts,
+             .initial_backoff = std::chrono::milliseconds(200),
+             .max_backoff = std::chrono::seconds(5),
+             .max_retry_after = c.daemon.fetch.max_retry_after};
+  u.cancel = [&job] { return job.cancel_requested(); };
+  u.target_dir = c.paths.cache_dir / "downloads" / r.name;
+  return u;
+}
+
+// First use of a remote: trust its configured root.
+catalog::Result<void> ensure_trusted_root(const config::Remote& r, const fs::path& metadata_dir) {
+  if (fs::exists(metadata_dir / "root.json")) return {};
+  auto root = catalog::read_file(r.trusted_root, 512'000);
+  if (!root) return std::unexpected(root.error());
+  std::error_code ec;
+  fs::create_directories(metadata_dir, ec);
+  if (ec)
+    return catalog::fail(catalog::errno_code(ec.value()),
+                         "create " + metadata_dir.string() + ": " + ec.message());
+  return catalog::atomic_write_file(metadata_dir / "root.json", *root);
+}
+
+}  // namespace epbrokerd::core::detail

@@ -1,0 +1,132 @@
+// The private state of a Store (Store::Impl) and what the store's files share.
+// Internal to daemon/store: the contract is store.hpp. One concept per file:
+//
+//   store.cpp    the Store object: layout, index queries, index.json
+//   open.cpp     open(): crash recovery and the index rebuilt from disk
+//   install.cpp  install(), install_stream(): the install transaction
+//   lease.cpp    leases
+//   remove.cpp   remove(), gc()
+//   verify.cpp   verify(), and inspect() of one tree
+//   fs_ops.cpp   the filesystem operations of the transactions (fs_ops.hpp)
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "catalog/ep_metadata.hpp"
+#include "catalog/error.hpp"
+#include "catalog/package/manifest.hpp"
+#include "catalog/unique_fd.hpp"
+#include "daemon/store/installed.hpp"
+#include "daemon/store/store.hpp"
+#include "daemon/store/tree.hpp"
+
+namespace epbrokerd::store {
+namespace detail {
+
+using Key = std::pair<std::string, std::string>;  // name, version text
+
+// One installed version in the index.
+struct Entry {
+  InstalledPackage package;
+  std::uint64_t serial = 0;  // distinguishes successive installs of one version
+};
+
+struct Lease {
+  Key key;
+  std::string owner;
+};
+
+// The error of a fault injected at `step` (StoreOptions::inject_fault): Errc::io,
+// as if the system call had failed.
+std::unexpected<catalog::Error> injected(std::string_view step);
+
+// A package the store can hold: a usable directory name, and no payload file
+// that would collide with the saved manifest. Errors: Errc::invalid_argument.
+catalog::Result<void> check_storable(const catalog::package::Manifest& m);
+
+// Orders versions newest first: by value, then by text (for equivalent values).
+bool newer(const InstalledPackage& a, const InstalledPackage& b);
+
+// The tree of `e` against its manifest (check_tree()), plus its saved manifest
+// against what was installed; problems sorted.
+TreeCheck inspect(const Entry& e);
+
+// What Store::Impl::install_tree() works from: the open package, and what the
+// caller learnt before (steps 1-2 of install(), or install_stream()'s stand-in
+// for them). The references are the caller's arguments, alive for the call.
+struct InstallRequest {
+  int fd = -1;                             // the package; taken over (closed in any case)
+  std::uint64_t archive_size = 0;          // its length in bytes
+  const catalog::EpMetadata& signed_meta;  // what the extracted manifest must match
+  Key key;                                 // the version installed
+  std::optional<Entry> seen;               // what the index held for `key` before
+  bool seen_damaged = false;               // `seen`, same manifest, failed inspect(): a repair
+  std::uint64_t total = 0;                 // payload size in bytes if known, else 0
+  std::string where;                       // prefix for error messages
+  const InstallProgress& progress;
+  const std::function<catalog::Result<void>()>& before_commit;  // see install_stream()
+  std::stop_token stop;
+};
+
+}  // namespace detail
+
+struct Store::Impl {
+  std::filesystem::path state;
+  std::filesystem::path store;
+  std::filesystem::path staging;
+  StoreOptions options;
+  OpenReport report;
+  catalog::UniqueFd lock_fd;  // flock'ed descriptor of store/
+
+  mutable std::mutex mu;
+  std::map<detail::Key, detail::Entry> index;  // guarded by mu
+  std::map<LeaseId, detail::Lease> leases;     // guarded by mu
+  LeaseId next_lease = 1;                      // guarded by mu
+  std::uint64_t next_serial = 1;               // guarded by mu
+
+  Impl() = default;
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+  ~Impl() = default;
+
+  // Whether the test hook fails `step` (StoreOptions::inject_fault).
+  bool fault(std::string_view step) const {
+    return options.inject_fault && options.inject_fault(step);
+  }
+
+  // store.cpp. index.json for `entries`.
+  catalog::Result<void> write_index(const std::map<detail::Key, detail::Entry>& entries) const;
+
+  // lease.cpp. Live leases on `key`; under mu.
+  std::size_t leases_on(const detail::Key& key) const;
+  // lease.cpp. Refusal to replace a leased version with other contents
+  // (Errc::busy); under mu.
+  std::unexpected<catalog::Error> busy_replacing(const detail::Key& key) const;
+
+  // open.cpp. Removes `path` at open(): moved into a trash directory in
+  // staging/ first, so that it disappears at once, then deleted; recorded in
+  // the report.
+  catalog::Result<void> discard(const std::filesystem::path& path, std::string reason);
+  // open.cpp. Step 4 of open(): every store/<name>/<version>, validated from
+  // its saved manifest.
+  catalog::Result<void> rebuild_index();
+  // open.cpp. Indexes `tree` (store/<name>/<version>) when it is a committed
+  // install; otherwise says why it is not.
+  std::optional<std::string> validate_tree(const std::string& name,
+                                           const std::filesystem::path& tree);
+
+  // install.cpp. Steps 3-9 of install() (see store.hpp) from `req`.
+  catalog::Result<InstalledPackage> install_tree(detail::InstallRequest req);
+};
+
+}  // namespace epbrokerd::store
