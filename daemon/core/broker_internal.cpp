@@ -6,11 +6,11 @@
 #include "catalog/atomic_file.hpp"
 #include "daemon/hardware/libraries.hpp"
 
+// Contracts: broker_internal.hpp.
 namespace epbrokerd::core::detail {
 
 namespace fs = std::filesystem;
 
-// Package names as the catalog allows them; checked before any lookup.
 bool valid_name(const std::string& name) {
   static const std::regex re("[a-z0-9][a-z0-9._-]{0,63}");
   return std::regex_match(name, re);
@@ -18,8 +18,6 @@ bool valid_name(const std::string& name) {
 
 catalog::Version any_ort() { return catalog::parse_version("9999.0.0").value(); }
 
-// Compatibility matching's view of the machine: the devices, and where packages'
-// "requires" are looked up.
 catalog::MachineInfo machine_info(const std::vector<hardware::Device>& devices,
                                   const hardware::Roots& roots) {
   catalog::MachineInfo m = hardware::to_machine_info(devices);
@@ -28,10 +26,6 @@ catalog::MachineInfo machine_info(const std::vector<hardware::Device>& devices,
   return m;
 }
 
-// Keeps, for each package name, only the entries of the first remote (in
-// `entries`' order: remote priority) that lists it: a name belongs to the
-// highest-priority remote offering it, so a lower one cannot take it over with
-// a higher version or shadow it with an incompatible one.
 std::vector<CatalogEntry> drop_shadowed(std::vector<CatalogEntry> entries) {
   std::map<std::string, std::string> owner;  // name -> remote
   std::vector<CatalogEntry> out;
@@ -56,7 +50,6 @@ const config::Remote* find_remote(const config::Config& c, const std::string& na
   return nullptr;
 }
 
-// `job` must outlive the Updater: cancelling it stops fetches and backoff waits.
 catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config::Remote& r,
                                            const Job& job) {
   catalog::tuf::UpdaterConfig u;
@@ -78,7 +71,6 @@ catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config
   return u;
 }
 
-// First use of a remote: trust its configured root.
 catalog::Result<void> ensure_trusted_root(const config::Remote& r, const fs::path& metadata_dir) {
   if (fs::exists(metadata_dir / "root.json")) return {};
   auto root = catalog::read_file(r.trusted_root, 512'000);

@@ -5,6 +5,8 @@
 # Usage: catalog_cli_test.sh PUBLISH CLIENT VERSION   (CTest passes the built
 # binaries and the project's version)
 set -uo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 PUBLISH=$1
 CLIENT=$2
 VERSION=$3
@@ -18,33 +20,6 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$W"
-passed=0
-failed=0
-
-# expect CODE DESCRIPTION -- COMMAND...: runs COMMAND, checks its exit status.
-expect() {
-  local want=$1 what=$2
-  shift 3
-  "$@" >out.txt 2>err.txt
-  local got=$?
-  if [[ $got == "$want" ]]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $what: exit $got, expected $want"
-    sed 's/^/  stdout: /' out.txt
-    sed 's/^/  stderr: /' err.txt
-  fi
-}
-# check DESCRIPTION -- COMMAND...: a shell condition that must hold.
-check() {
-  local what=$1
-  shift 2
-  if "$@"; then passed=$((passed + 1)); else
-    failed=$((failed + 1))
-    echo "FAIL: $what"
-  fi
-}
 
 # --- help and usage -----------------------------------------------------------
 expect 0 "publish --help" -- "$PUBLISH" --help
@@ -227,5 +202,4 @@ check "delegated bytes are the package" -- cmp -s t/vendor%2Fv.tar.gz pkg/p.tar.
 expect 0 "timestamp" -- "$PUBLISH" timestamp --repo repo --keys keys --timestamp-days 2
 expect 0 "verify after all changes" -- "$PUBLISH" verify --repo repo
 
-echo "$passed passed, $failed failed"
-[[ $failed == 0 ]]
+summary

@@ -4,38 +4,13 @@
 # the flag; a bad configuration file still exits 1. Nothing here reaches a bus.
 # Usage: epbrokerd_cli_test.sh EPBROKERD VERSION   (CTest passes the built daemon)
 set -uo pipefail
+# shellcheck source=tests/cli/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 DAEMON=$1
 VERSION=$2
 W=$(mktemp -d /tmp/epbroker-daemon-cli-XXXXXX)
 trap 'rm -rf "$W"' EXIT
 cd "$W"
-passed=0
-failed=0
-
-# expect CODE DESCRIPTION -- COMMAND...: runs COMMAND, checks its exit status.
-expect() {
-  local want=$1 what=$2
-  shift 3
-  "$@" >out.txt 2>err.txt
-  local got=$?
-  if [[ $got == "$want" ]]; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    echo "FAIL: $what: exit $got, expected $want"
-    sed 's/^/  stdout: /' out.txt
-    sed 's/^/  stderr: /' err.txt
-  fi
-}
-# check DESCRIPTION -- COMMAND...: a shell condition that must hold.
-check() {
-  local what=$1
-  shift 2
-  if "$@"; then passed=$((passed + 1)); else
-    failed=$((failed + 1))
-    echo "FAIL: $what"
-  fi
-}
 # usage_error WORD DESCRIPTION -- ARGS...: exit 2, one line on stderr, naming WORD.
 usage_error() {
   local word=$1 what=$2
@@ -71,5 +46,4 @@ printf '[daemon]\nidle_timeout_sec = never\n' >conf/epbroker.conf
 expect 1 "bad epbroker.conf" -- "$DAEMON" --config-dir conf --bus-address unix:path=/nonexistent
 check "bad epbroker.conf names the file" -- grep -q -F "epbroker.conf:2" err.txt
 
-echo "$passed passed, $failed failed"
-[[ $failed == 0 ]]
+summary
