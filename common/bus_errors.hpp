@@ -1,7 +1,7 @@
 // The one table of bus error names (org.epbroker.Error.*), shared by the daemon
 // (typed errors -> names) and the client library (names -> typed errors). Nothing
-// here knows the catalog: the daemon maps its errors onto BusError itself
-// (daemon/dbus/errors.hpp), so libepbroker links none of the catalog's code.
+// here knows the catalog: the daemon maps catalog codes onto BusError itself
+// (daemon/core/error.hpp), so libepbroker links none of the catalog's code.
 #pragma once
 
 #include <optional>

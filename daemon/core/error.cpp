@@ -43,10 +43,4 @@ Errc errc_of(catalog::Errc code) {
   return Errc::Internal;  // not a catalog::Errc value (a cast)
 }
 
-std::string_view errc_name(Errc code) {
-  std::string_view name = common::bus_error_name(code);
-  name.remove_prefix(name.rfind('.') + 1);
-  return name;
-}
-
 }  // namespace epbrokerd::core

@@ -45,7 +45,4 @@ inline std::unexpected<Error> fail(Errc code, std::string message) {
   return std::unexpected<Error>(Error(code, std::move(message)));
 }
 
-// "NotFound", ... (the bus name without its prefix), for logs.
-std::string_view errc_name(Errc code);
-
 }  // namespace epbrokerd::core

@@ -12,7 +12,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "catalog/error.hpp"
 #include "common/bus_errors.hpp"
 #include "daemon/core/error.hpp"
 
@@ -45,11 +44,6 @@ auto guarded(F&& body, std::source_location where = std::source_location::curren
 template <typename T>
 T value_or_throw(core::Result<T> r) {
   if (!r) throw_bus_error(r.error());
-  if constexpr (!std::is_void_v<T>) return std::move(*r);
-}
-template <typename T>
-T value_or_throw(catalog::Result<T> r) {
-  if (!r) throw_bus_error(core::Error(r.error()));
   if constexpr (!std::is_void_v<T>) return std::move(*r);
 }
 

@@ -40,9 +40,8 @@ TEST(DbusErrorsTest, CoreErrorsKeepTheirNameAndMessage) {
   });
   EXPECT_EQ(e.getName(), "org.epbroker.Error.DiskFull");
   EXPECT_EQ(e.getMessage(), "write x: No space");
-  e = caught([] {
-    value_or_throw(catalog::Result<int>(catalog::fail(catalog::Errc::hash_mismatch, "h")));
-  });
+  e = caught(
+      [] { value_or_throw(core::Result<int>(catalog::fail(catalog::Errc::hash_mismatch, "h"))); });
   EXPECT_EQ(e.getName(), "org.epbroker.Error.VerificationFailed");
   // An sdbus::Error thrown inside passes through unchanged.
   e = caught([] { guarded([] { throw_bus_error({core::Errc::Busy, "held"}); }); });
