@@ -48,12 +48,74 @@ std::string_view provider_state_name(ProviderState s) {
       return "installing";
     case ProviderState::incompatible:
       return "incompatible";
+    case ProviderState::revoked:
+      return "revoked";
   }
   return "incompatible";  // not a ProviderState value (a cast)
 }
 
 std::optional<ProviderState> parse_provider_state(std::string_view text) {
   return parse(text, kAllProviderStates, provider_state_name);
+}
+
+std::string_view version_role_name(VersionRole r) {
+  switch (r) {
+    case VersionRole::current:
+      return "current";
+    case VersionRole::rollback:
+      return "rollback";
+    case VersionRole::older_ort:
+      return "older_ort";
+    case VersionRole::staged:
+      return "staged";
+    case VersionRole::leased:
+      return "leased";
+    case VersionRole::revoked:
+      return "revoked";
+    case VersionRole::removing:
+      return "removing";
+    case VersionRole::unused:
+      return "unused";
+  }
+  return "unused";  // not a VersionRole value (a cast)
+}
+
+std::optional<VersionRole> parse_version_role(std::string_view text) {
+  return parse(text, kAllVersionRoles, version_role_name);
+}
+
+std::string_view history_action_name(HistoryAction a) {
+  switch (a) {
+    case HistoryAction::install:
+      return "install";
+    case HistoryAction::update:
+      return "update";
+    case HistoryAction::downgrade:
+      return "downgrade";
+    case HistoryAction::rollback:
+      return "rollback";
+    case HistoryAction::download:
+      return "download";
+    case HistoryAction::remove:
+      return "remove";
+    case HistoryAction::revoke:
+      return "revoke";
+    case HistoryAction::unrevoke:
+      return "unrevoke";
+    case HistoryAction::gc:
+      return "gc";
+    case HistoryAction::hold:
+      return "hold";
+    case HistoryAction::unhold:
+      return "unhold";
+    case HistoryAction::remote_reset:
+      return "remote_reset";
+  }
+  return "install";  // not a HistoryAction value (a cast)
+}
+
+std::optional<HistoryAction> parse_history_action(std::string_view text) {
+  return parse(text, kAllHistoryActions, history_action_name);
 }
 
 std::string_view package_kind_name(PackageKind k) {

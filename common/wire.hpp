@@ -40,6 +40,23 @@ inline constexpr const char* remote = "remote";
 inline constexpr const char* library_path = "library_path";
 inline constexpr const char* reason = "reason";
 inline constexpr const char* job = "job";
+// providers: the lifecycle (one row per package; see dbus/org.epbroker.Broker1.xml)
+inline constexpr const char* versions = "versions";  // aa{sv}: version, role, reason, leases
+inline constexpr const char* role = "role";
+inline constexpr const char* leases = "leases";
+inline constexpr const char* update_available = "update_available";
+inline constexpr const char* held = "held";
+inline constexpr const char* hold_reason = "hold_reason";
+// history entries (also name, reason)
+inline constexpr const char* time = "time";
+inline constexpr const char* uid = "uid";
+inline constexpr const char* action = "action";
+inline constexpr const char* from = "from";
+inline constexpr const char* to = "to";
+inline constexpr const char* result = "result";
+// update and install options and results (also version, job, from, to, reason)
+inline constexpr const char* dry_run = "dry_run";
+inline constexpr const char* allow_older = "allow_older";
 // verify results (also name, version)
 inline constexpr const char* ok = "ok";
 inline constexpr const char* problem = "problem";
@@ -58,17 +75,59 @@ inline constexpr JobState kAllJobStates[] = {
 std::string_view job_state_name(JobState s);
 std::optional<JobState> parse_job_state(std::string_view text);
 
-// A provider's "state".
-enum class ProviderState { ready, available, installing, incompatible };
+// A provider's "state". revoked: installed, but the signed catalogs no longer
+// list any installed version, so none is granted.
+enum class ProviderState { ready, available, installing, incompatible, revoked };
 inline constexpr ProviderState kAllProviderStates[] = {
     ProviderState::ready, ProviderState::available, ProviderState::installing,
-    ProviderState::incompatible};
+    ProviderState::incompatible, ProviderState::revoked};
 std::string_view provider_state_name(ProviderState s);
 std::optional<ProviderState> parse_provider_state(std::string_view text);
 
 // A provider's "kind" (as its EP metadata says).
 enum class PackageKind { execution_provider, runtime };
 std::string_view package_kind_name(PackageKind k);
+
+// What an installed version is kept for (a provider's "versions"[].role); see
+// daemon/core/version_plan.hpp for the rules.
+enum class VersionRole {
+  current,    // new sessions get it
+  rollback,   // previously current, kept (keep_versions)
+  older_ort,  // apps with an older ORT still ask for it (keep_for_older_ort_days)
+  staged,     // newer than current: downloaded, not yet switched to
+  leased,     // needed for nothing, kept while sessions lease it
+  revoked,    // the signed catalog no longer lists it: never granted
+  removing,   // removed by an admin: never granted, files go with the last lease
+  unused,     // goes at the next collection
+};
+inline constexpr VersionRole kAllVersionRoles[] = {
+    VersionRole::current, VersionRole::rollback, VersionRole::older_ort, VersionRole::staged,
+    VersionRole::leased,  VersionRole::revoked,  VersionRole::removing,  VersionRole::unused};
+std::string_view version_role_name(VersionRole r);
+std::optional<VersionRole> parse_version_role(std::string_view text);
+
+// A history entry's "action".
+enum class HistoryAction {
+  install,       // a version installed and made current (install, EnsureProvider)
+  update,        // a newer version made current (update, automatic update)
+  downgrade,     // an older version installed and made current (--allow-older)
+  rollback,      // back to the previously current version
+  download,      // a newer version downloaded, not made current (auto_update = download)
+  remove,        // a package removed (its files go when unleased)
+  revoke,        // the signed catalog no longer lists a version
+  unrevoke,      // it lists it again
+  gc,            // a version's files deleted
+  hold,          // updates skip the package
+  unhold,        // they no longer do
+  remote_reset,  // a remote's trusted metadata dropped and re-anchored
+};
+inline constexpr HistoryAction kAllHistoryActions[] = {
+    HistoryAction::install,  HistoryAction::update,   HistoryAction::downgrade,
+    HistoryAction::rollback, HistoryAction::download, HistoryAction::remove,
+    HistoryAction::revoke,   HistoryAction::unrevoke, HistoryAction::gc,
+    HistoryAction::hold,     HistoryAction::unhold,   HistoryAction::remote_reset};
+std::string_view history_action_name(HistoryAction a);
+std::optional<HistoryAction> parse_history_action(std::string_view text);
 
 // The session option "policy": ORT's device selection policies.
 enum class Policy {

@@ -5,7 +5,19 @@
 namespace epbrokerd::core {
 
 std::string_view action_id(Action a) {
-  return a == Action::install ? "org.epbroker.install" : "org.epbroker.manage";
+  switch (a) {
+    case Action::install:
+      return "org.epbroker.install";
+    case Action::update:
+      return "org.epbroker.update";
+    case Action::downgrade:
+      return "org.epbroker.downgrade";
+    case Action::hold:
+      return "org.epbroker.hold";
+    case Action::manage:
+      return "org.epbroker.manage";
+  }
+  return "org.epbroker.manage";  // not an Action value (a cast)
 }
 
 Result<void> UidAuthorizer::check(const RequestContext& ctx, Action action) {

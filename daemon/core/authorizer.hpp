@@ -12,8 +12,11 @@
 namespace epbrokerd::core {
 
 enum class Action {
-  install,  // org.epbroker.install: install a package of a trusted catalog
-  manage,   // org.epbroker.manage: remove, refresh, configuration
+  install,    // org.epbroker.install: install a package of a trusted catalog
+  update,     // org.epbroker.update: move installed packages to newer versions
+  downgrade,  // org.epbroker.downgrade: rollback, install an older version
+  hold,       // org.epbroker.hold: hold and unhold packages
+  manage,     // org.epbroker.manage: remove, gc, refresh, remote reset, configuration
 };
 
 std::string_view action_id(Action a);  // "org.epbroker.install", ...

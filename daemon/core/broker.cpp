@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "daemon/core/broker_internal.hpp"
+#include "daemon/log/log.hpp"
 
 namespace epbrokerd::core {
 
@@ -26,18 +27,28 @@ Broker::Broker(BrokerOptions options, BrokerListener* listener, store::Store sto
         if (s.kind == JobKind::install && is_final(s.state)) invalidate_providers();
         if (listener_) listener_->job_changed(s);
       }),
-      sessions_(options_.config.daemon.max_sessions_per_client, [this](const SessionInfo& s) {
-        std::vector<store::LeaseId> leases;
-        {
-          std::lock_guard lock(mu_);
-          auto it = session_leases_.find(s.id);
-          if (it != session_leases_.end()) {
-            leases = std::move(it->second);
-            session_leases_.erase(it);
-          }
-        }
-        for (auto id : leases) store_.release_lease(id);
-      }) {}
+      sessions_(options_.config.daemon.max_sessions_per_client,
+                [this](const SessionInfo& s) {
+                  std::vector<store::LeaseId> leases;
+                  {
+                    std::lock_guard lock(mu_);
+                    auto it = session_leases_.find(s.id);
+                    if (it != session_leases_.end()) {
+                      leases = std::move(it->second);
+                      session_leases_.erase(it);
+                    }
+                  }
+                  for (auto id : leases) store_.release_lease(id);
+                  leases_released();  // what only this session kept can go now
+                }),
+      history_(options_.config.paths.state_dir) {
+  std::optional<catalog::Error> problem;
+  lifecycle_ = load_lifecycle(options_.config.paths.state_dir, &problem);
+  if (problem) {
+    log::error("lifecycle: {} set aside as {}.bad ({}); every package's newest version is current",
+               kLifecycleFileName, kLifecycleFileName, problem->message);
+  }
+}
 
 Result<std::unique_ptr<Broker>> Broker::create(BrokerOptions options, BrokerListener* listener) {
   if (options.authorizer == nullptr || !options.fetcher_factory) {
@@ -63,6 +74,8 @@ Result<std::unique_ptr<Broker>> Broker::create(BrokerOptions options, BrokerList
 }
 
 Broker::~Broker() {
+  // The next instance takes these leases again for the apps still running.
+  save_leases();
   jobs_.cancel_all();
   std::lock_guard lock(threads_mu_);
   threads_.clear();  // jthread joins each worker
@@ -82,19 +95,6 @@ void Broker::spawn(std::function<void()> work) {
 }
 
 std::vector<hardware::Device> Broker::devices() const { return devices_; }
-
-Result<void> Broker::remove_provider(const RequestContext& ctx, const std::string& name) {
-  if (!valid_name(name)) return fail(Errc::InvalidArgument, "invalid package name");
-  if (auto ok = options_.authorizer->check(ctx, Action::manage); !ok) {
-    return std::unexpected(ok.error());
-  }
-  if (store_.versions(name).empty()) return fail(Errc::NotFound, name + " is not installed");
-  auto removed = store_.remove(name);
-  invalidate_providers();  // even a failed removal may have changed the store
-  if (!removed) return std::unexpected(removed.error());
-  if (listener_) listener_->providers_changed();
-  return {};
-}
 
 std::vector<VerifyResult> Broker::verify() const {
   std::vector<VerifyResult> out;

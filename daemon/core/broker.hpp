@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,9 +29,12 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/authorizer.hpp"
 #include "daemon/core/error.hpp"
+#include "daemon/core/history.hpp"
 #include "daemon/core/job.hpp"
+#include "daemon/core/lifecycle_state.hpp"
 #include "daemon/core/request_context.hpp"
 #include "daemon/core/session_registry.hpp"
+#include "daemon/core/version_plan.hpp"
 #include "daemon/hardware/device.hpp"
 #include "daemon/hardware/discovery.hpp"
 #include "daemon/store/store.hpp"
@@ -45,6 +49,16 @@ struct CatalogEntry {
   catalog::EpMetadata meta;
 };
 
+// One installed version of a package, and what it is kept for.
+struct VersionView {
+  std::string version;
+  common::VersionRole role = common::VersionRole::current;
+  std::string reason;
+  std::size_t leases = 0;
+};
+
+// One package (one row per name): its current version when installed, else the
+// newest version the catalogs offer.
 struct ProviderView {
   std::string name;
   common::PackageKind kind = common::PackageKind::execution_provider;
@@ -59,6 +73,39 @@ struct ProviderView {
   std::string reason;        // incompatible only
   std::string remote;
   std::uint64_t job = 0;  // installing only
+  // The lifecycle (installed packages): every installed version, newest first,
+  // with its role; the newest compatible catalog version above the current one;
+  // the hold.
+  std::vector<VersionView> versions;
+  std::string update_available;
+  bool held = false;
+  std::string hold_reason;
+};
+
+// install NAME@VERSION: a given version (newest compatible when empty); an
+// older one than current only with allow_older.
+struct InstallOptions {
+  std::string version;
+  bool allow_older = false;
+};
+
+// One package an update (or rollback) moves, or would move (dry run).
+struct UpdateChange {
+  std::string name;
+  std::string from;
+  std::string to;
+  std::uint64_t job = 0;  // the install job; 0 when no download is needed or a dry run
+  std::string reason;     // e.g. "held", "newest already", for packages left as they are
+};
+
+struct VersionRef {
+  std::string name;
+  std::string version;
+};
+
+enum class RemoveMode {
+  deferred,  // new sessions never get it; files go when the last lease ends
+  now,       // files deleted at once, leases or not
 };
 
 struct SessionRequest {
@@ -100,6 +147,11 @@ struct BrokerOptions {
   // exiting when idle releases the bus name before it closes the store, so the
   // instance activated by the next call may start while the old one still holds it.
   std::chrono::milliseconds store_lock_wait{10'000};
+  // Whether the network connection is metered (NetworkManager's Metered):
+  // automatic downloads wait while it is. Unset: never metered.
+  std::function<bool()> metered;
+  // The clock of the lifecycle (older-ORT keeping, history times); tests set it.
+  std::function<std::int64_t()> now;
 };
 
 class Broker {
@@ -114,12 +166,55 @@ class Broker {
   // recomputation.
   std::vector<ProviderView> providers() const;
 
-  // Install NAME's newest compatible version (org.epbroker.install). Returns
-  // the job id; an install already running for NAME is returned, not repeated.
+  // Makes NAME ready (org.epbroker.install): when a usable version is current,
+  // a job that is done at once; else installs the newest compatible version and
+  // makes it current. Returns the job id; an install already running for NAME
+  // is returned, not repeated.
   Result<std::uint64_t> ensure_provider(const RequestContext& ctx, const std::string& name);
-  // Remove every installed version of NAME (org.epbroker.manage); Errc::Busy
-  // while a session leases one.
-  Result<void> remove_provider(const RequestContext& ctx, const std::string& name);
+  // install NAME[@VERSION] (org.epbroker.install; with an older version than
+  // current, org.epbroker.downgrade and options.allow_older): installs it unless
+  // installed and makes it current. A held package may be installed at an
+  // explicit version (the hold stays). Errors: NotFound listing the versions
+  // the catalogs offer; InvalidArgument for an older version without
+  // allow_older (saying so); Incompatible.
+  Result<std::uint64_t> install_provider(const RequestContext& ctx, const std::string& name,
+                                         const InstallOptions& options);
+  // update [NAME...] (org.epbroker.update): every installed package, or the
+  // named ones, to its newest compatible version, skipping held ones. One
+  // change per package considered (from == to for those left alone, with the
+  // reason); with dry_run nothing starts. NotFound for a named package that is
+  // not installed.
+  Result<std::vector<UpdateChange>> update(const RequestContext& ctx,
+                                           const std::vector<std::string>& names, bool dry_run);
+  // hold / unhold NAME (org.epbroker.hold): updates, manual and automatic, skip
+  // a held package. NotFound unless installed.
+  Result<void> hold(const RequestContext& ctx, const std::string& name);
+  Result<void> unhold(const RequestContext& ctx, const std::string& name);
+  // rollback NAME (org.epbroker.downgrade): the previously current version,
+  // still installed and not revoked, becomes current again, and the package is
+  // held (so an automatic update does not undo it; unhold to allow updates).
+  // NotFound when none is kept.
+  Result<UpdateChange> rollback(const RequestContext& ctx, const std::string& name);
+  // The persisted history, oldest first; one package's when `name` is not "".
+  std::vector<HistoryEntry> history(const std::string& name) const;
+  // gc (org.epbroker.manage): deletes every installed version that is neither
+  // current nor kept (version_plan.hpp) and no session leases. Returns them.
+  Result<std::vector<VersionRef>> collect_garbage(const RequestContext& ctx);
+  // remove NAME (org.epbroker.manage): deferred: new sessions never get it from
+  // now on, unleased versions go at once, leased ones with their last lease;
+  // now: every version's files go at once (apps that mapped the library keep
+  // running). NotFound unless installed.
+  Result<void> remove_provider(const RequestContext& ctx, const std::string& name,
+                               RemoveMode mode = RemoveMode::deferred);
+  // remote reset NAME (org.epbroker.manage): drops the remote's trusted
+  // metadata and derived catalog; the next refresh starts again from its
+  // configured trusted_root. NotFound for an unknown remote.
+  Result<void> reset_remote(const RequestContext& ctx, const std::string& remote);
+  // Leases that sessions held when the previous instance stopped
+  // (<state>/leases.json) are taken again for owners `alive` says are still on
+  // the bus; they end when that owner leaves (client_vanished()). Call once,
+  // after the bus watches owners leaving.
+  void adopt_leases(const std::function<bool(const std::string& owner)>& alive);
   // TUF refresh of every remote, as a job (org.epbroker.manage).
   Result<std::uint64_t> refresh(const RequestContext& ctx);
   std::vector<VerifyResult> verify() const;
@@ -150,10 +245,50 @@ class Broker {
  private:
   Broker(BrokerOptions options, BrokerListener* listener, store::Store store,
          std::vector<hardware::Device> devices);
-  void run_install(std::shared_ptr<Job> job, CatalogEntry entry);
+  // What an install job does once its version is in the store.
+  struct InstallIntent {
+    common::HistoryAction action = common::HistoryAction::install;
+    std::string from;          // the current version when it started
+    bool make_current = true;  // false: auto_update = download (staged)
+    bool hold = false;         // a downgrade holds the package
+    RequestContext ctx;        // who asked (history's uid)
+  };
+  void run_install(std::shared_ptr<Job> job, CatalogEntry entry, InstallIntent intent);
+  // Starts an install job of `entry` (one per package name: a running one is
+  // returned). Pins the version so no collection takes it before it is current.
+  Result<std::uint64_t> start_install(const RequestContext& ctx, CatalogEntry entry,
+                                      InstallIntent intent);
+  void finish_install(const Job& job, const CatalogEntry& entry, const InstallIntent& intent,
+                      const catalog::Result<store::InstalledPackage>& installed);
+
+  // ---- lifecycle (broker_lifecycle.cpp) ----
+  std::int64_t now() const;
+  PlanSettings plan_settings() const;
+  // The installed versions of `name` as the plan sees them. Caller holds life_mu_.
+  std::vector<InstalledVersion> installed_versions_locked(const std::string& name) const;
+  PackagePlan plan_locked(const std::string& name) const;
+  // Deletes what the plans say can go (every package, or `name`'s), forgets it,
+  // records it in the history, saves the lifecycle. Caller holds life_mu_.
+  std::vector<VersionRef> collect_locked(const RequestContext& ctx, const std::string& name = "");
+  // Makes `version` current (and records it). Caller holds life_mu_.
+  void switch_current_locked(const RequestContext& ctx, const std::string& name,
+                             const std::string& from, const std::string& version,
+                             common::HistoryAction action, const std::string& reason);
+  void save_lifecycle_locked();
+  void record(const RequestContext& ctx, common::HistoryAction action, const std::string& name,
+              const std::string& from, const std::string& to, const std::string& result,
+              const std::string& reason);
+  // After a refresh that changed the catalog: revocations, then automatic updates.
+  void after_refresh();
+  // A session ended: what only it kept can go now.
+  void leases_released();
+  // <state>/leases.json: the leases of the live sessions (written when the broker stops).
+  void save_leases() const;
+  std::vector<CatalogEntry> entries_of(const std::string& name) const;
+  // The newest entry of `name` compatible with this machine; `reason` says why none.
+  std::optional<CatalogEntry> newest_entry(const std::string& name, std::string* reason) const;
   void run_refresh(std::shared_ptr<Job> job);
   catalog::Result<std::vector<CatalogEntry>> refresh_remote(const config::Remote& remote, Job& job);
-  std::optional<CatalogEntry> best_entry(const std::string& name, std::string* reason) const;
   // The cached views (see providers()): recomputed by the first reader after
   // invalidate_providers(), which every change of catalog_, of the store or of
   // an install job's activity calls once that change is visible.
@@ -194,6 +329,14 @@ class Broker {
   };
   std::mutex threads_mu_;
   std::vector<Worker> threads_;
+  // The lifecycle: one mutex serializes every change of it (install commits
+  // becoming current, update, rollback, remove, gc, revocation, leases taken by
+  // sessions), so concurrent operations on one package happen one after another.
+  // Lock order: views_mu_, then life_mu_, then mu_.
+  mutable std::mutex life_mu_;
+  LifecycleState lifecycle_;
+  std::set<std::pair<std::string, std::string>> pinned_;  // versions being installed
+  History history_;
 };
 
 }  // namespace epbrokerd::core

@@ -10,6 +10,7 @@
 #include "catalog/tuf/updater.hpp"
 
 #include "daemon/core/broker_internal.hpp"
+#include "daemon/log/log.hpp"
 
 namespace epbrokerd::core {
 
@@ -75,21 +76,6 @@ std::uint64_t Broker::auto_refresh() {
   return job->id();
 }
 
-std::optional<CatalogEntry> Broker::best_entry(const std::string& name, std::string* reason) const {
-  std::optional<CatalogEntry> best;
-  std::lock_guard lock(mu_);
-  for (const auto& e : catalog_) {
-    if (e.meta.name != name) continue;
-    auto c = catalog::check_compatibility(machine_, any_ort(), e.meta);
-    if (auto* ex = std::get_if<catalog::Exclusion>(&c)) {
-      if (reason && !best) *reason = ex->message;
-      continue;
-    }
-    if (!best || best->meta.version.value < e.meta.version.value) best = e;
-  }
-  return best;
-}
-
 ProviderView Broker::view_of(const CatalogEntry* entry,
                              const std::optional<store::InstalledPackage>& installed) const {
   ProviderView v;
@@ -142,25 +128,84 @@ std::vector<ProviderView> Broker::compute_providers() const {
     std::lock_guard lock(mu_);
     entries = catalog_;
   }
-  std::vector<ProviderView> out;
-  std::vector<std::string> seen;
-  // 1. Installed packages (newest version of each name).
+  // Every package name the store or a catalog knows, installed ones first.
+  std::vector<std::string> names;
   for (const auto& p : store_.list()) {
-    const auto* entry = [&]() -> const CatalogEntry* {
+    if (std::find(names.begin(), names.end(), p.name()) == names.end()) names.push_back(p.name());
+  }
+  for (const auto& e : entries) {
+    if (std::find(names.begin(), names.end(), e.meta.name) == names.end()) {
+      names.push_back(e.meta.name);
+    }
+  }
+  std::vector<ProviderView> out;
+  for (const auto& name : names) {
+    // 1. The catalog's newest entry compatible with this machine (else the newest).
+    const CatalogEntry* newest = nullptr;
+    const CatalogEntry* newest_any = nullptr;
+    for (const auto& e : entries) {
+      if (e.meta.name != name) continue;
+      if (!newest_any || newest_any->meta.version.value < e.meta.version.value) newest_any = &e;
+      if (!std::holds_alternative<catalog::Match>(
+              catalog::check_compatibility(machine_, any_ort(), e.meta))) {
+        continue;
+      }
+      if (!newest || newest->meta.version.value < e.meta.version.value) newest = &e;
+    }
+    // 2. The lifecycle's view of what is installed.
+    PackagePlan plan;
+    PackageLifecycle lc;
+    {
+      std::lock_guard lock(life_mu_);
+      plan = plan_locked(name);
+      lc = lifecycle_.get(name);
+    }
+    const auto installed = store_.versions(name);
+    const auto installed_at = [&](const std::string& version) {
+      std::optional<store::InstalledPackage> found;
+      for (const auto& p : installed) {
+        if (p.version() == version) found = p;
+      }
+      return found;
+    };
+    const auto entry_at = [&](const std::string& version) -> const CatalogEntry* {
       for (const auto& e : entries) {
-        if (e.meta.name == p.name() && e.meta.version.text == p.version()) return &e;
+        if (e.meta.name == name && e.meta.version.text == version) return &e;
       }
       return nullptr;
-    }();
-    out.push_back(view_of(entry, p));
-    seen.push_back(p.name() + "/" + p.version());
-  }
-  // 2. Catalog entries not installed.
-  for (const auto& e : entries) {
-    const std::string key = e.meta.name + "/" + e.meta.version.text;
-    if (std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
-    seen.push_back(key);
-    out.push_back(view_of(&e, std::nullopt));
+    };
+    ProviderView v;
+    if (!plan.current.empty()) {
+      v = view_of(entry_at(plan.current), installed_at(plan.current));
+    } else if (!installed.empty() && std::all_of(installed.begin(), installed.end(), [&](auto& p) {
+                 return lc.is_revoked(p.version());
+               })) {
+      // Installed, but every version withdrawn: shown, never granted.
+      v = view_of(nullptr, installed.front());
+      v.state = ProviderState::revoked;
+      v.library_path.clear();
+      v.reason = lc.revoked.at(installed.front().version());
+    } else if (newest || newest_any) {
+      v = view_of(newest ? newest : newest_any, std::nullopt);
+    } else {
+      v = view_of(nullptr, installed.front());  // e.g. not compatible with this machine any more
+      v.state = ProviderState::incompatible;
+      v.library_path.clear();
+      v.reason = "no installed version is compatible with this machine";
+    }
+    // 3. The lifecycle's columns, for installed packages.
+    if (!installed.empty()) {
+      for (const auto& pv : plan.versions) {
+        v.versions.push_back({pv.version, pv.role, pv.reason, pv.leases});
+      }
+      const auto cur = catalog::parse_version(plan.current);
+      if (newest && (!cur || *cur < newest->meta.version.value) && !plan.current.empty()) {
+        v.update_available = newest->meta.version.text;
+      }
+      v.held = lc.held;
+      v.hold_reason = lc.hold_reason;
+    }
+    out.push_back(std::move(v));
   }
   return out;
 }
@@ -195,7 +240,16 @@ catalog::Result<std::vector<CatalogEntry>> Broker::refresh_remote(const config::
   catalog::tuf::Updater updater(ucfg, *fetcher);
   if (job.cancel_requested()) return catalog::fail(catalog::Errc::cancelled, "cancelled");
   auto targets = updater.all_targets();
-  if (!targets) return std::unexpected(targets.error());
+  if (!targets) {
+    // "0 of 1 required signatures are valid" alone does not say that the admin
+    // replaced the trusted root file: say so, and how to re-anchor.
+    auto err = targets.error();
+    if (auto changed = anchor_changed(remote, ucfg.metadata_dir)) err.message += "; " + *changed;
+    return std::unexpected(err);
+  }
+  if (auto changed = anchor_changed(remote, ucfg.metadata_dir)) {
+    log::warn("refresh: {}", *changed);
+  }
   std::vector<CatalogEntry> out;
   for (const auto& t : *targets) {
     // Targets without (valid) EP metadata are not providers; skipped.
@@ -257,6 +311,9 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
     if (!first_error) last_refresh_ = std::chrono::system_clock::now();
   }
   if (any_ok || !first_error) invalidate_providers();
+  // Revocations and automatic updates follow what the catalogs list now, before
+  // the refresh job ends (its waiters then see their outcome).
+  if (any_ok) after_refresh();
   if (first_error) {
     job->fail(*first_error);
   } else {

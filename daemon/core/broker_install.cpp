@@ -1,4 +1,4 @@
-// The install job: EnsureProvider, the download with progress and cancel
+// The install job: the download with progress and cancel
 // (ProgressFetcher), the pipe that streams it into the store (StreamPipe), and the
 // job's steps (run_install).
 #include "daemon/core/broker.hpp"
@@ -20,36 +20,6 @@ namespace epbrokerd::core {
 using namespace detail;
 using common::ProviderState;
 namespace fs = std::filesystem;
-
-// ---- jobs ---------------------------------------------------------------------
-
-Result<std::uint64_t> Broker::ensure_provider(const RequestContext& ctx, const std::string& name) {
-  // 1. Arguments, then authority, then the catalog.
-  if (!valid_name(name)) return fail(Errc::InvalidArgument, "invalid package name");
-  if (auto ok = options_.authorizer->check(ctx, Action::install); !ok) {
-    return std::unexpected(ok.error());
-  }
-  std::string reason;
-  auto entry = best_entry(name, &reason);
-  if (!entry) {
-    if (!reason.empty()) return fail(Errc::Incompatible, name + ": " + reason);
-    return fail(Errc::NotFound, "no trusted catalog lists a package named '" + name + "'");
-  }
-  // 2. One install per package however many callers ask.
-  if (auto running = jobs_.find_active(JobKind::install, name)) return running->id();
-  if (jobs_.active_count_for(ctx.sender) >= options_.config.daemon.max_jobs_per_client) {
-    return fail(Errc::Busy, ctx.sender + " already runs the per-client maximum of jobs");
-  }
-  auto job = jobs_.create(JobKind::install, name, ctx);
-  invalidate_providers();  // NAME is installing now
-  // 3. Already installed: a job that is done at once, so callers wait the same way.
-  if (store_.find(entry->meta.name, entry->meta.version.text)) {
-    job->succeed();
-    return job->id();
-  }
-  spawn([this, job, e = std::move(*entry)] { run_install(job, e); });
-  return job->id();
-}
 
 namespace {
 
@@ -188,10 +158,23 @@ struct StreamPipe {
 
 }  // namespace
 
-void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
+void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry, InstallIntent intent) {
+  // Every way out says how it ended to the lifecycle (finish_install: the
+  // version becomes current, or the failure goes into the history) before the
+  // job's final state is visible.
+  auto end = [&](const catalog::Result<store::InstalledPackage>& installed) {
+    finish_install(*job, entry, intent, installed);
+    if (installed) {
+      job->set_progress(entry.length, entry.length);
+      job->succeed();
+    } else {
+      job->fail(installed.error());
+    }
+  };
   const config::Remote* remote = find_remote(options_.config, entry.remote);
   if (remote == nullptr) {
-    job->fail({Errc::NotFound, "remote " + entry.remote + " is no longer configured"});
+    end(catalog::fail(catalog::Errc::not_found,
+                      "remote " + entry.remote + " is no longer configured"));
     return;
   }
   // 1. Download: refresh (metadata older than its timestamp gets updated), then
@@ -202,13 +185,13 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   ProgressFetcher progress(*fetcher, *job, entry.length);
   auto ucfg = updater_config(options_.config, *remote, *job);
   if (auto ok = ensure_trusted_root(*remote, ucfg.metadata_dir); !ok) {
-    job->fail(ok.error());
+    end(std::unexpected(ok.error()));
     return;
   }
   catalog::tuf::Updater updater(ucfg, progress);
   auto info = updater.get_targetinfo(entry.target_path);
   if (!info) {
-    job->fail(info.error());
+    end(std::unexpected(info.error()));
     return;
   }
   // The catalog this install was chosen from may be older than the metadata just
@@ -222,7 +205,7 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   // The signed metadata at download time is what the package must match.
   auto meta = catalog::parse_ep_metadata(info->custom);
   if (!meta) {
-    job->fail(meta.error());
+    end(std::unexpected(meta.error()));
     return;
   }
   // 2. The package streams into the store while it downloads: the store
@@ -269,7 +252,7 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   pipe.close_write();
   if (extractor.joinable()) extractor.join();
   if (!file) {
-    job->fail(file.error());
+    end(std::unexpected(file.error()));
     return;
   }
   // 3. Not streamed whole: verify + extract + commit the downloaded file.
@@ -285,13 +268,9 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry) {
   invalidate_providers();  // the store changed (or, on failure, stayed as it was)
   std::error_code ec;
   fs::remove(*file, ec);
-  if (!installed) {
-    job->fail(installed.error());
-    return;
-  }
-  job->set_progress(entry.length, entry.length);
-  job->succeed();
-  if (listener_) listener_->providers_changed();
+  end(installed);
+  invalidate_providers();  // current changed
+  if (installed && listener_) listener_->providers_changed();
 }
 
 }  // namespace epbrokerd::core

@@ -4,12 +4,19 @@
 #include <regex>
 
 #include "catalog/atomic_file.hpp"
+#include "catalog/crypto/hash.hpp"
 #include "daemon/hardware/libraries.hpp"
 
 // Contracts: broker_internal.hpp.
 namespace epbrokerd::core::detail {
 
 namespace fs = std::filesystem;
+
+std::string result_name(const Error& e) {
+  const std::string full(common::bus_error_name(e.code));
+  const auto dot = full.rfind('.');
+  return dot == std::string::npos ? full : full.substr(dot + 1);
+}
 
 bool valid_name(const std::string& name) {
   static const std::regex re("[a-z0-9][a-z0-9._-]{0,63}");
@@ -71,6 +78,10 @@ catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config
   return u;
 }
 
+namespace {
+constexpr const char* kAnchorFileName = "trusted_root.sha256";
+}  // namespace
+
 catalog::Result<void> ensure_trusted_root(const config::Remote& r, const fs::path& metadata_dir) {
   if (fs::exists(metadata_dir / "root.json")) return {};
   auto root = catalog::read_file(r.trusted_root, 512'000);
@@ -80,7 +91,30 @@ catalog::Result<void> ensure_trusted_root(const config::Remote& r, const fs::pat
   if (ec)
     return catalog::fail(catalog::errno_code(ec.value()),
                          "create " + metadata_dir.string() + ": " + ec.message());
+  if (auto ok = catalog::atomic_write_file(metadata_dir.parent_path() / kAnchorFileName,
+                                           catalog::crypto::sha256_hex(*root) + "\n");
+      !ok) {
+    return ok;
+  }
   return catalog::atomic_write_file(metadata_dir / "root.json", *root);
+}
+
+std::optional<std::string> anchor_changed(const config::Remote& r, const fs::path& metadata_dir) {
+  auto root = catalog::read_file(r.trusted_root, 512'000);
+  if (!root) return std::nullopt;  // the refresh says what is wrong with it
+  const std::string configured = catalog::crypto::sha256_hex(*root) + "\n";
+  const fs::path anchor = metadata_dir.parent_path() / kAnchorFileName;
+  auto recorded = catalog::read_file(anchor, 1024);
+  if (!recorded) {
+    if (fs::exists(metadata_dir / "root.json"))
+      (void)catalog::atomic_write_file(anchor, configured);
+    return std::nullopt;
+  }
+  if (*recorded == configured) return std::nullopt;
+  return "the configured trusted_root " + r.trusted_root.string() + " of remote " + r.name +
+         " is not the root this remote was first trusted with; if its publisher started over "
+         "with a new root, run `epbrokerctl remote reset " +
+         r.name + "` to trust the configured one (then refresh)";
 }
 
 }  // namespace epbrokerd::core::detail

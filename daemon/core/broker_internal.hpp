@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@
 #include "daemon/hardware/discovery.hpp"
 
 namespace epbrokerd::core::detail {
+
+// The short name of an error as history's "result" says it ("NotFound").
+std::string result_name(const Error& e);
 
 // Package names as the catalog allows them; checked before any lookup.
 bool valid_name(const std::string& name);
@@ -45,8 +49,17 @@ const config::Remote* find_remote(const config::Config& c, const std::string& na
 catalog::tuf::UpdaterConfig updater_config(const config::Config& c, const config::Remote& r,
                                            const Job& job);
 
-// First use of a remote: trust its configured root.
+// First use of a remote: trust its configured root, and remember which one
+// (<metadata_dir>/../trusted_root.sha256: the anchor).
 catalog::Result<void> ensure_trusted_root(const config::Remote& r,
+                                          const std::filesystem::path& metadata_dir);
+
+// When the remote's configured trusted_root is not the root its trusted
+// metadata was anchored in (the admin replaced the file, e.g. after the
+// publisher started a new root), what to tell the admin; nullopt when it is the
+// same, or unknown (a state from before anchors were kept: the anchor is
+// recorded now).
+std::optional<std::string> anchor_changed(const config::Remote& r,
                                           const std::filesystem::path& metadata_dir);
 
 }  // namespace epbrokerd::core::detail

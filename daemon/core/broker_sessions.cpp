@@ -45,21 +45,45 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
       continue;
     }
     ProviderView v = cached;
-    if (app_ort && v.state == ProviderState::ready) {
-      // The app's ORT against the installed package's minimum (a ready view's
-      // ort_min comes from the installed manifest).
-      auto ort_min = catalog::parse_version(v.ort_min);
-      if (ort_min && *ort_min > *app_ort) {
-        v.state = ProviderState::incompatible;
-        v.reason = "needs ONNX Runtime >= " + v.ort_min + ", app has " + request.ort_version;
-        v.library_path.clear();
-      }
-    }
     if (v.state == ProviderState::ready) {
-      auto lease = store_.acquire_lease(v.name, v.version, ctx.sender);
-      if (!lease) continue;
-      leases.push_back(*lease);
-      lease_names.push_back(v.name + "/" + v.version);
+      // 3. One version per package: the newest installed one the app's ORT can
+      //    load, not above the current one; leased under the lifecycle's lock,
+      //    so no removal or collection slips between the choice and the lease.
+      std::lock_guard lock(life_mu_);
+      const auto installed = installed_versions_locked(v.name);
+      const auto lc = lifecycle_.get(v.name);
+      const auto plan = plan_package(installed, lc, plan_settings());
+      const auto choice = grant_version(installed, lc, plan, app_ort);
+      const auto package =
+          choice.version.empty() ? std::nullopt : store_.find(v.name, choice.version);
+      if (!package) {
+        v.state = ProviderState::incompatible;
+        v.reason = choice.reason.empty() ? "not installed any more" : choice.reason;
+        v.library_path.clear();
+        v.versions.clear();
+      } else {
+        if (choice.version != v.version) {
+          v.version = package->version();
+          v.ort_min = package->manifest.ep.ort_min.text;
+          v.ep_names = package->manifest.ep.ep_names;
+          v.library_path = package->library_path().string();
+          v.size = package->size_bytes();
+        }
+        if (choice.for_older_ort) {
+          // Kept while such apps keep asking (keep_for_older_ort_days from the
+          // last request); written at most once an hour per version.
+          auto& when = lifecycle_.at(v.name).older_ort[choice.version];
+          const auto t = now();
+          if (t - when >= 3600) {
+            when = t;
+            save_lifecycle_locked();
+          }
+        }
+        auto lease = store_.acquire_lease(v.name, v.version, ctx.sender);
+        if (!lease) continue;
+        leases.push_back(*lease);
+        lease_names.push_back(v.name + "/" + v.version);
+      }
     } else if (v.state == ProviderState::available && request.download) {
       auto job = ensure_provider(ctx, v.name);
       if (job) {
@@ -90,7 +114,11 @@ Result<void> Broker::release_session(const RequestContext& ctx, std::uint64_t id
 }
 
 std::vector<std::uint64_t> Broker::client_vanished(const std::string& sender) {
-  return sessions_.owner_vanished(sender);
+  auto ended = sessions_.owner_vanished(sender);
+  // Leases adopted from the previous instance (adopt_leases()) are the store's
+  // under the owner's name.
+  if (store_.release_owner(sender) > 0) leases_released();
+  return ended;
 }
 
 }  // namespace epbrokerd::core

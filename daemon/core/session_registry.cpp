@@ -33,6 +33,13 @@ Result<void> SessionRegistry::release(const RequestContext& caller, std::uint64_
   return {};
 }
 
+std::vector<SessionInfo> SessionRegistry::all() const {
+  std::lock_guard lock(mu_);
+  std::vector<SessionInfo> out;
+  for (const auto& [id, s] : sessions_) out.push_back(s);
+  return out;
+}
+
 std::vector<std::uint64_t> SessionRegistry::owner_vanished(const std::string& sender) {
   std::vector<SessionInfo> ended;
   {

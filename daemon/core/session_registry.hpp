@@ -38,6 +38,7 @@ class SessionRegistry {
   // The owner left the bus: every session it held ends. Returns their ids.
   std::vector<std::uint64_t> owner_vanished(const std::string& sender);
   std::optional<SessionInfo> find(std::uint64_t id) const;
+  std::vector<SessionInfo> all() const;
   std::size_t count() const;
   std::size_t count_for(const std::string& sender) const;
 

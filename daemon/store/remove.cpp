@@ -89,7 +89,8 @@ Result<std::pair<std::vector<InstalledPackage>, fs::path>> detach(Impl& s,
 }  // namespace
 
 Result<std::vector<InstalledPackage>> Store::remove(std::string_view name,
-                                                    std::optional<std::string_view> version) {
+                                                    std::optional<std::string_view> version,
+                                                    bool even_if_leased) {
   Impl& s = *impl_;
   Result<std::pair<std::vector<InstalledPackage>, fs::path>> detached;
   {
@@ -103,7 +104,7 @@ Result<std::vector<InstalledPackage>> Store::remove(std::string_view name,
     if (keys.empty()) return fail(Errc::not_found, what + " is not installed");
     std::size_t leased = 0;
     for (const Key& k : keys) leased += s.leases_on(k);
-    if (leased > 0) {
+    if (leased > 0 && !even_if_leased) {
       return fail(Errc::busy, what + " is in use: " + std::to_string(leased) + " lease(s)");
     }
     // 2. Out of store/ and out of the index.

@@ -223,10 +223,12 @@ class Store {
   // staging/trash-XXXXXX first (it disappears atomically), index.json is
   // rewritten, then the trees are deleted. Returns what was removed.
   // Errors: Errc::not_found (nothing of that name/version installed),
-  // Errc::busy when a version is leased (the message gives the lease count),
-  // Errc::io (then nothing was removed).
+  // Errc::busy when a version is leased (the message gives the lease count)
+  // unless `even_if_leased` (an admin's remove --now: the leases stay counted,
+  // their holders keep what they mapped), Errc::io (then nothing was removed).
   catalog::Result<std::vector<InstalledPackage>> remove(
-      std::string_view name, std::optional<std::string_view> version = std::nullopt);
+      std::string_view name, std::optional<std::string_view> version = std::nullopt,
+      bool even_if_leased = false);
 
   // Garbage collection: for each name, keeps the `keep` newest installed
   // versions (by version value; `keep` 0 counts as 1) and removes every older

@@ -379,11 +379,23 @@ TEST_F(ProvidersTest, SessionsLeaseReadyProvidersAndCheckTheAppsOrt) {
   // The cached views are not changed by what a session saw.
   EXPECT_EQ(state_of("newer-ort-ep"), "ready");
 
-  // The lease (alpha-ep only) blocks its removal until the session ends.
-  EXPECT_EQ(broker_->remove_provider(root_, "alpha-ep").error().code, Errc::Busy);
+  // The lease (alpha-ep only) does not block its removal: new sessions never get
+  // it from now on, and its files go when the session ends.
+  const std::string leased_library = by_name.at("alpha-ep").library_path;
+  ASSERT_TRUE(broker_->remove_provider(root_, "alpha-ep"));
+  EXPECT_EQ(state_of("alpha-ep"), "available");
+  EXPECT_TRUE(fs::exists(leased_library));
+  auto second = broker_->request_session(RequestContext{0, ":1.9"}, SessionRequest{});
+  ASSERT_TRUE(second) << second.error().message;
+  for (const auto& p : second->providers) {
+    if (p.name == "alpha-ep") {
+      EXPECT_NE(p.state, common::ProviderState::ready);
+    }
+  }
+  ASSERT_TRUE(broker_->release_session(RequestContext{0, ":1.9"}, second->session));
   ASSERT_TRUE(broker_->release_session(root_, grant->session));
+  EXPECT_FALSE(fs::exists(leased_library));
   EXPECT_TRUE(broker_->remove_provider(root_, "newer-ort-ep"));
-  EXPECT_TRUE(broker_->remove_provider(root_, "alpha-ep"));
   EXPECT_EQ(state_of("alpha-ep"), "available");
 }
 
