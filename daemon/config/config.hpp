@@ -59,6 +59,19 @@ std::string_view to_string(LogLevel level);
 // Inverse of to_string() (exact, lower case); Errc::bad_field naming the text otherwise.
 Result<LogLevel> parse_log_level(std::string_view text);
 
+// What the daemon does after each successful catalog refresh ([daemon] auto_update).
+//   off       nothing;
+//   download  newer versions of installed, unheld packages are downloaded into the
+//             store, not made current (an `epbrokerctl update` then switches at once);
+//   install   they are installed and become current for new sessions.
+// Automatic downloads wait for an unmetered connection; admin commands do not.
+enum class AutoUpdate { off, download, install };
+
+// "off", "download", "install".
+std::string_view to_string(AutoUpdate mode);
+// Inverse of to_string() (exact, lower case); Errc::bad_field naming the text otherwise.
+Result<AutoUpdate> parse_auto_update(std::string_view text);
+
 // How the daemon fetches (the [daemon] fetch keys; ranges in docs/configuration.md).
 struct FetchSettings {
   std::chrono::seconds connect_timeout{10};
@@ -80,6 +93,13 @@ struct DaemonSettings {
   std::string install_group;  // empty = nobody; else [a-z_][a-z0-9_-]{0,31}
   LogLevel log_level = LogLevel::info;
   FetchSettings fetch;
+  // Package lifecycle (docs/configuration.md, "Package lifecycle").
+  std::size_t keep_versions = 1;  // previously current versions kept per package; 0 = none
+  // How long a version that only applications with an older ONNX Runtime still need is
+  // kept after the last of them asked for it.
+  std::chrono::days keep_for_older_ort{30};
+  bool remove_revoked = false;  // delete versions the catalog no longer lists, once unleased
+  AutoUpdate auto_update = AutoUpdate::install;
 
   friend bool operator==(const DaemonSettings&, const DaemonSettings&) = default;
 };

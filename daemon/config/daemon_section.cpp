@@ -29,6 +29,8 @@ constexpr std::uint64_t kMaxLowSpeedTime = 3600;
 constexpr std::uint64_t kMaxTransferTimeout = 86400;
 constexpr std::uint64_t kMaxFetchAttempts = 16;
 constexpr std::uint64_t kMaxRetryAfter = 3600;
+constexpr std::uint64_t kMaxKeepVersions = 100;
+constexpr std::uint64_t kMaxKeepForOlderOrtDays = 3650;  // ten years
 
 // One of the [daemon] fetch keys applied to `f`; nullopt if `e` is not one.
 std::optional<Result<void>> apply_fetch_key(const Entry& e, const std::string& prefix,
@@ -101,6 +103,22 @@ Result<void> apply_daemon_section(const Section& section, const std::string& fil
       auto v = parse_log_level(e.value);
       if (!v) return fail(Errc::bad_field, prefix + v.error().message);
       d.log_level = *v;
+    } else if (e.key == "keep_versions") {
+      auto v = uint_in(e.value, 0, kMaxKeepVersions, prefix);
+      if (!v) return std::unexpected(v.error());
+      d.keep_versions = static_cast<std::size_t>(*v);
+    } else if (e.key == "keep_for_older_ort_days") {
+      auto v = uint_in(e.value, 0, kMaxKeepForOlderOrtDays, prefix);
+      if (!v) return std::unexpected(v.error());
+      d.keep_for_older_ort = std::chrono::days(*v);
+    } else if (e.key == "remove_revoked") {
+      auto v = parse_bool(e.value, prefix);
+      if (!v) return std::unexpected(v.error());
+      d.remove_revoked = *v;
+    } else if (e.key == "auto_update") {
+      auto v = parse_auto_update(e.value);
+      if (!v) return fail(Errc::bad_field, prefix + v.error().message);
+      d.auto_update = *v;
     } else if (auto fetch = apply_fetch_key(e, prefix, d.fetch)) {
       if (!*fetch) return std::unexpected(fetch->error());
     } else {

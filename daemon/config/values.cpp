@@ -1,4 +1,5 @@
-// Value parsers of the configuration keys (values.hpp) and the log levels (config.hpp).
+// Value parsers of the configuration keys (values.hpp), the log levels and the
+// auto_update modes (config.hpp).
 #include "daemon/config/values.hpp"
 
 #include <algorithm>
@@ -205,6 +206,25 @@ Result<LogLevel> parse_log_level(std::string_view text) {
   }
   return fail(Errc::bad_field,
               "expected trace, debug, info, warn or error, got " + quote_for_message(text));
+}
+
+std::string_view to_string(AutoUpdate mode) {
+  switch (mode) {
+    case AutoUpdate::off:
+      return "off";
+    case AutoUpdate::download:
+      return "download";
+    case AutoUpdate::install:
+      return "install";
+  }
+  return "install";
+}
+
+Result<AutoUpdate> parse_auto_update(std::string_view text) {
+  for (const AutoUpdate m : {AutoUpdate::off, AutoUpdate::download, AutoUpdate::install}) {
+    if (text == to_string(m)) return m;
+  }
+  return fail(Errc::bad_field, "expected off, download or install, got " + quote_for_message(text));
 }
 
 }  // namespace epbrokerd::config
