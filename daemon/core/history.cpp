@@ -58,12 +58,12 @@ History::History(fs::path state_dir, std::uint64_t max_bytes)
     : path_(std::move(state_dir) / kHistoryFileName), max_bytes_(max_bytes) {}
 
 catalog::Result<void> History::append(const HistoryEntry& e) {
-  const std::string line = to_line(e) + "\n";
+  std::string line = to_line(e) + "\n";
   std::lock_guard lock(mu_);
   // 1. Bounded: past the limit, the newest half is kept (atomically replaced).
   std::error_code ec;
   if (const auto size = fs::file_size(path_, ec); !ec && size + line.size() > max_bytes_) {
-    auto text = catalog::read_file(path_, max_bytes_ * 2);
+    auto text = catalog::read_file(path_, size + 1);
     if (text) {
       std::size_t cut = text->size() / 2;
       cut = text->find('\n', cut);
@@ -72,8 +72,15 @@ catalog::Result<void> History::append(const HistoryEntry& e) {
     }
   }
   // 2. One write of the whole line with O_APPEND: a crash leaves at most a torn
-  //    last line, which reading skips.
-  catalog::UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  //    last line, which reading skips. After such a line, a newline first, so
+  //    the torn line does not swallow this one.
+  catalog::UniqueFd fd(::open(path_.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644));
+  if (fd.valid()) {
+    char last = '\n';
+    if (const off_t end = ::lseek(fd.get(), 0, SEEK_END); end > 0) {
+      if (::pread(fd.get(), &last, 1, end - 1) == 1 && last != '\n') line.insert(0, "\n");
+    }
+  }
   if (!fd.valid()) {
     const int err = errno;
     return catalog::fail(catalog::errno_code(err),
@@ -101,7 +108,10 @@ catalog::Result<void> History::append(const HistoryEntry& e) {
 std::vector<HistoryEntry> History::read(const std::string& name) const {
   std::lock_guard lock(mu_);
   std::vector<HistoryEntry> out;
-  auto text = catalog::read_file(path_, max_bytes_ * 2);
+  std::error_code ec;
+  const auto size = fs::file_size(path_, ec);
+  if (ec) return out;
+  auto text = catalog::read_file(path_, size + 1);
   if (!text) return out;
   std::istringstream in(*text);
   for (std::string line; std::getline(in, line);) {
