@@ -26,12 +26,14 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "daemon/config/command_line.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/authorizer.hpp"
 #include "daemon/core/broker.hpp"
 #include "daemon/dbus/convert.hpp"
+#include "daemon/dbus/metered.hpp"
 #include "daemon/dbus/polkit_authorizer.hpp"
 #include "daemon/dbus/service.hpp"
 #include "daemon/log/log.hpp"
@@ -95,6 +97,22 @@ int wait_signal(const sigset_t& sigs, Clock::time_point deadline) {
   timespec ts{static_cast<time_t>(secs.count()), static_cast<long>((wait - secs).count() * 1000)};
   const int sig = sigtimedwait(&sigs, nullptr, &ts);
   return sig > 0 ? sig : 0;
+}
+
+// org.freedesktop.DBus.NameHasOwner(name); false on any error.
+bool name_has_owner(sdbus::IConnection& conn, const std::string& name) {
+  try {
+    auto bus = sdbus::createProxy(conn, "org.freedesktop.DBus", "/org/freedesktop/DBus");
+    bool has_owner = false;
+    bus->callMethod("NameHasOwner")
+        .onInterface("org.freedesktop.DBus")
+        .withArguments(name)
+        .storeResultsTo(has_owner);
+    return has_owner;
+  } catch (const sdbus::Error& e) {
+    log::debug("cannot ask whether {} is on the bus: {}: {}", name, e.getName(), e.getMessage());
+    return false;
+  }
 }
 
 const char* signal_name(int sig) { return sig == SIGTERM ? "SIGTERM" : "SIGINT"; }
@@ -248,6 +266,10 @@ int main(int argc, char** argv) {
     o.total_timeout_ms = static_cast<long>(fetch.transfer_timeout.count()) * 1000;
     return std::make_unique<net::CurlFetcher>(o);
   };
+  // NetworkManager's Metered, asked on a connection of its own each time: the
+  // core asks from a worker thread, which must not wait on the event loop of
+  // the daemon's connection (dbus/metered.hpp).
+  bopts.metered = dbus::metered_probe(cfg->bus_address);
 
   // 4. Bus: objects first, then the name.
   std::unique_ptr<sdbus::IConnection> conn;
@@ -266,7 +288,9 @@ int main(int argc, char** argv) {
   std::unique_ptr<core::Authorizer> authorizer;
   if (cfg->bus_address.empty() && dbus::PolkitAuthorizer::available(*conn)) {
     authorizer = std::make_unique<dbus::PolkitAuthorizer>(sdbus::createSystemBusConnection());
-    log::info("authorization: polkit (org.epbroker.install, org.epbroker.manage)");
+    log::info(
+        "authorization: polkit (org.epbroker.install, org.epbroker.update, "
+        "org.epbroker.downgrade, org.epbroker.hold, org.epbroker.manage)");
   } else {
     authorizer =
         std::make_unique<LoggedUidAuthorizer>(dbus::group_members(cfg->daemon.install_group));
@@ -286,6 +310,12 @@ int main(int argc, char** argv) {
   }
   try {
     service.attach(**broker);
+    // Leases of the previous instance's sessions whose owners are still on the
+    // bus (asked before the event loop runs, so synchronously on this thread):
+    // the NameOwnerChanged watch is in place, so an owner leaving from now on
+    // ends them.
+    (*broker)->adopt_leases(
+        [&conn](const std::string& owner) { return name_has_owner(*conn, owner); });
     conn->requestName(dbus::kBusName);
   } catch (const sdbus::Error& e) {
     log::error("cannot take {}: {}: {}", dbus::kBusName, e.getName(), e.getMessage());

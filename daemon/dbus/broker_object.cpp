@@ -7,6 +7,7 @@
 #include "daemon/dbus/convert.hpp"
 #include "daemon/dbus/errors.hpp"
 #include "daemon/dbus/lifecycle.hpp"
+#include "daemon/dbus/options.hpp"
 #include "daemon/dbus/service.hpp"
 #include "daemon/log/log.hpp"
 
@@ -48,12 +49,124 @@ sdbus::ObjectPath BrokerObject::EnsureProvider(const std::string& name) {
   });
 }
 
+sdbus::ObjectPath BrokerObject::InstallProvider(const std::string& name, const Options& options) {
+  return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "InstallProvider", true);
+    const auto install = parse_install_options(options);
+    const auto ctx = Service::context_of(getObject());
+    const auto id = value_or_throw(service_.broker().install_provider(ctx, name, install));
+    log::info("install {}@{}{} for {} (uid {}): job {}", name,
+              install.version.empty() ? std::string("newest") : install.version,
+              install.allow_older ? " (older allowed)" : "", ctx.sender, ctx.uid, id);
+    return service_.publish_job(id);
+  });
+}
+
+Dicts BrokerObject::Update(const std::vector<std::string>& names, const Options& options) {
+  return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "Update", true);
+    check_update_names(names);
+    const auto update = parse_update_options(options);
+    const auto ctx = Service::context_of(getObject());
+    const auto changes = value_or_throw(service_.broker().update(ctx, names, update.dry_run));
+    Dicts out;
+    std::size_t moving = 0;
+    for (const auto& c : changes) {
+      if (c.job != 0) service_.publish_job(c.job);
+      if (c.from != c.to) {
+        ++moving;
+        log::info("update{} {}: {} -> {} for {} (uid {}){}", update.dry_run ? " (dry run)" : "",
+                  c.name, c.from, c.to, ctx.sender, ctx.uid,
+                  c.job != 0 ? ": job " + std::to_string(c.job) : std::string());
+      }
+      out.push_back(to_dict(c));
+    }
+    log::info("update{} for {} (uid {}): {} of {} package(s) move",
+              update.dry_run ? " (dry run)" : "", ctx.sender, ctx.uid, moving, changes.size());
+    return out;
+  });
+}
+
+void BrokerObject::Hold(const std::string& name) {
+  guarded([&] {
+    const auto call = service_.enter_call(getObject(), "Hold", false);
+    const auto ctx = Service::context_of(getObject());
+    value_or_throw(service_.broker().hold(ctx, name));
+    log::info("held {} for {} (uid {})", name, ctx.sender, ctx.uid);
+  });
+}
+
+void BrokerObject::Unhold(const std::string& name) {
+  guarded([&] {
+    const auto call = service_.enter_call(getObject(), "Unhold", false);
+    const auto ctx = Service::context_of(getObject());
+    value_or_throw(service_.broker().unhold(ctx, name));
+    log::info("unheld {} for {} (uid {})", name, ctx.sender, ctx.uid);
+  });
+}
+
+std::tuple<std::string, std::string> BrokerObject::Rollback(const std::string& name) {
+  return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "Rollback", false);
+    const auto ctx = Service::context_of(getObject());
+    auto change = value_or_throw(service_.broker().rollback(ctx, name));
+    log::info("rolled {} back from {} to {} for {} (uid {})", name, change.from, change.to,
+              ctx.sender, ctx.uid);
+    return std::tuple<std::string, std::string>(std::move(change.from), std::move(change.to));
+  });
+}
+
+Dicts BrokerObject::History(const std::string& name) {
+  return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "History", false);
+    Dicts out;
+    for (const auto& e : service_.broker().history(name)) out.push_back(to_dict(e));
+    return out;
+  });
+}
+
+Dicts BrokerObject::CollectGarbage() {
+  return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "CollectGarbage", false);
+    const auto ctx = Service::context_of(getObject());
+    const auto removed = value_or_throw(service_.broker().collect_garbage(ctx));
+    Dicts out;
+    for (const auto& r : removed) {
+      log::info("gc: removed {} {} for {} (uid {})", r.name, r.version, ctx.sender, ctx.uid);
+      out.push_back(to_dict(r));
+    }
+    log::info("gc for {} (uid {}): {} version(s) removed", ctx.sender, ctx.uid, removed.size());
+    return out;
+  });
+}
+
 void BrokerObject::RemoveProvider(const std::string& name) {
   guarded([&] {
     const auto call = service_.enter_call(getObject(), "RemoveProvider", false);
     const auto ctx = Service::context_of(getObject());
-    value_or_throw(service_.broker().remove_provider(ctx, name));
+    value_or_throw(service_.broker().remove_provider(ctx, name, core::RemoveMode::deferred));
     log::info("removed {} for {} (uid {})", name, ctx.sender, ctx.uid);
+  });
+}
+
+void BrokerObject::RemoveProviderNow(const std::string& name) {
+  guarded([&] {
+    const auto call = service_.enter_call(getObject(), "RemoveProviderNow", false);
+    const auto ctx = Service::context_of(getObject());
+    value_or_throw(service_.broker().remove_provider(ctx, name, core::RemoveMode::now));
+    log::info("removed {} at once (leases or not) for {} (uid {})", name, ctx.sender, ctx.uid);
+  });
+}
+
+void BrokerObject::ResetRemote(const std::string& name) {
+  guarded([&] {
+    const auto call = service_.enter_call(getObject(), "ResetRemote", false);
+    const auto ctx = Service::context_of(getObject());
+    value_or_throw(service_.broker().reset_remote(ctx, name));
+    log::info(
+        "remote {}: trusted metadata dropped, re-anchored at its configured root for {} "
+        "(uid {})",
+        name, ctx.sender, ctx.uid);
   });
 }
 
@@ -76,44 +189,6 @@ Dicts BrokerObject::Verify() {
     return out;
   });
 }
-
-namespace {
-
-// a{sv} -> SessionRequest: known keys only, each of its type, bounded.
-core::SessionRequest parse_session_options(const std::map<std::string, sdbus::Variant>& opts) {
-  core::SessionRequest r;
-  if (opts.size() > 8) throw_bus_error({core::Errc::InvalidArgument, "too many options"});
-  for (const auto& [key, value] : opts) {
-    const std::string sig = value.peekValueType();
-    auto expect = [&](const char* want) {
-      if (sig != want) {
-        throw_bus_error({core::Errc::InvalidArgument,
-                         "option '" + key + "' must have type " + want + ", not " + sig});
-      }
-    };
-    if (key == common::key::policy) {
-      expect("s");
-      r.policy = value.get<std::string>();
-    } else if (key == common::key::ort_version) {
-      expect("s");
-      r.ort_version = value.get<std::string>();
-    } else if (key == common::key::providers) {
-      expect("as");
-      r.providers = value.get<std::vector<std::string>>();
-    } else if (key == common::key::download) {
-      expect("b");
-      r.download = value.get<bool>();
-    } else {
-      throw_bus_error({core::Errc::InvalidArgument, "unknown option '" + key.substr(0, 64) + "'"});
-    }
-  }
-  if (r.policy.size() > 64 || r.ort_version.size() > 64) {
-    throw_bus_error({core::Errc::InvalidArgument, "option value too long"});
-  }
-  return r;
-}
-
-}  // namespace
 
 void BrokerObject::RequestSession(sdbus::Result<sdbus::ObjectPath, Dicts>&& result,
                                   std::map<std::string, sdbus::Variant> options) {

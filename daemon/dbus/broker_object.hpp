@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "generated/dbus/Broker1_adaptor.h"
@@ -27,7 +28,19 @@ class BrokerObject final
   std::vector<std::map<std::string, sdbus::Variant>> ListDevices() override;
   std::vector<std::map<std::string, sdbus::Variant>> ListProviders() override;
   sdbus::ObjectPath EnsureProvider(const std::string& name) override;
+  sdbus::ObjectPath InstallProvider(const std::string& name,
+                                    const std::map<std::string, sdbus::Variant>& options) override;
+  std::vector<std::map<std::string, sdbus::Variant>> Update(
+      const std::vector<std::string>& names,
+      const std::map<std::string, sdbus::Variant>& options) override;
+  void Hold(const std::string& name) override;
+  void Unhold(const std::string& name) override;
+  std::tuple<std::string, std::string> Rollback(const std::string& name) override;
+  std::vector<std::map<std::string, sdbus::Variant>> History(const std::string& name) override;
+  std::vector<std::map<std::string, sdbus::Variant>> CollectGarbage() override;
   void RemoveProvider(const std::string& name) override;
+  void RemoveProviderNow(const std::string& name) override;
+  void ResetRemote(const std::string& name) override;
   sdbus::ObjectPath RefreshCatalog() override;
   std::vector<std::map<std::string, sdbus::Variant>> Verify() override;
   // Answers first, then registers the session object (see the XML).

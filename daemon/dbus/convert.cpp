@@ -37,8 +37,19 @@ Dict to_dict(const hardware::Device& d) {
 
 namespace {
 
+// One installed version's dict (a provider's "versions"): f(key, value) per entry.
+template <typename F>
+void for_each_entry(const core::VersionView& v, F&& f) {
+  namespace key = common::key;
+  f(key::version, v.version);
+  f(key::role, std::string(common::version_role_name(v.role)));
+  f(key::reason, v.reason);
+  f(key::leases, static_cast<std::uint32_t>(v.leases));
+}
+
 // The one list of a provider dict's entries: calls f(key, value) for each, in
-// order, values of their bus types (the optional ones only when set).
+// order, values of their bus types (the optional ones only when set), except
+// "versions", given as the std::vector<core::VersionView> (aa{sv}).
 template <typename F>
 void for_each_entry(const core::ProviderView& p, F&& f) {
   namespace key = common::key;
@@ -55,43 +66,103 @@ void for_each_entry(const core::ProviderView& p, F&& f) {
   if (!p.library_path.empty()) f(key::library_path, p.library_path);
   if (!p.reason.empty()) f(key::reason, p.reason);
   if (p.job != 0) f(key::job, sdbus::ObjectPath(job_path(p.job)));
+  // The lifecycle: installed packages only (they have versions).
+  if (!p.versions.empty()) {
+    f(key::versions, p.versions);
+    f(key::update_available, p.update_available);
+    f(key::held, p.held);
+    f(key::hold_reason, p.hold_reason);
+  }
+}
+
+using Versions = std::vector<core::VersionView>;
+
+template <typename T>
+sdbus::Variant variant_of(const T& value) {
+  return sdbus::Variant(value);
+}
+
+template <>
+sdbus::Variant variant_of(const Versions& versions) {
+  std::vector<Dict> dicts;
+  dicts.reserve(versions.size());
+  for (const auto& v : versions) {
+    Dict d;
+    for_each_entry(
+        v, [&](const char* key, const auto& value) { d.emplace(key, sdbus::Variant(value)); });
+    dicts.push_back(std::move(d));
+  }
+  return sdbus::Variant(dicts);
+}
+
+// Writes one a{sv} (the entries for_each_entry(item) gives) into `m`.
+template <typename Item>
+void append_dict(sdbus::Message& m, const Item& item);
+
+template <typename T>
+void append_value(sdbus::Message& m, const T& value) {
+  m.openVariant(sdbus::signature_of<T>::str());
+  m << value;
+  m.closeVariant();
+}
+
+template <>
+void append_value(sdbus::Message& m, const Versions& versions) {
+  m.openVariant("aa{sv}");
+  m.openContainer("a{sv}");
+  for (const auto& v : versions) append_dict(m, v);
+  m.closeContainer();
+  m.closeVariant();
+}
+
+template <typename Item>
+void append_dict(sdbus::Message& m, const Item& item) {
+  m.openContainer("{sv}");
+  for_each_entry(item, [&](const char* key, const auto& value) {
+    m.openDictEntry("sv");
+    m << key;
+    append_value(m, value);
+    m.closeDictEntry();
+  });
+  m.closeContainer();
 }
 
 }  // namespace
 
 Dict to_dict(const core::ProviderView& p) {
   Dict out;
-  for_each_entry(
-      p, [&](const char* key, const auto& value) { out.emplace(key, sdbus::Variant(value)); });
+  for_each_entry(p,
+                 [&](const char* key, const auto& value) { out.emplace(key, variant_of(value)); });
   return out;
 }
 
 void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers) {
   m.openContainer("a{sv}");
-  for (const auto& p : providers) {
-    m.openContainer("{sv}");
-    for_each_entry(p, [&](const char* key, const auto& value) {
-      using T = std::decay_t<decltype(value)>;
-      m.openDictEntry("sv");
-      m << key;
-      m.openVariant(sdbus::signature_of<T>::str());
-      m << value;
-      m.closeVariant();
-      m.closeDictEntry();
-    });
-    m.closeContainer();
-  }
+  for (const auto& p : providers) append_dict(m, p);
   m.closeContainer();
 }
 
 namespace {
+
+bool same_versions(const Versions& a, const Versions& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i].version != b[i].version || a[i].role != b[i].role || a[i].reason != b[i].reason ||
+        a[i].leases != b[i].leases) {
+      return false;
+    }
+  }
+  return true;
+}
 
 bool same_view(const core::ProviderView& a, const core::ProviderView& b) {
   return a.name == b.name && a.kind == b.kind && a.ep_names == b.ep_names &&
          a.version == b.version && a.ort_min == b.ort_min && a.vendor == b.vendor &&
          a.state == b.state && a.devices == b.devices && a.size == b.size &&
          a.library_path == b.library_path && a.reason == b.reason && a.remote == b.remote &&
-         a.job == b.job;
+         a.job == b.job && same_versions(a.versions, b.versions) &&
+         a.update_available == b.update_available && a.held == b.held &&
+         a.hold_reason == b.hold_reason;
 }
 
 }  // namespace
@@ -121,6 +192,33 @@ Dict to_dict(const core::VerifyResult& r) {
           {key::version, sdbus::Variant(r.version)},
           {key::ok, sdbus::Variant(r.ok)},
           {key::problem, sdbus::Variant(r.problem)}};
+}
+
+Dict to_dict(const core::HistoryEntry& e) {
+  namespace key = common::key;
+  return {{key::time, sdbus::Variant(static_cast<std::uint64_t>(e.time < 0 ? 0 : e.time))},
+          {key::uid, sdbus::Variant(e.uid)},
+          {key::action, sdbus::Variant(std::string(common::history_action_name(e.action)))},
+          {key::name, sdbus::Variant(e.name)},
+          {key::from, sdbus::Variant(e.from)},
+          {key::to, sdbus::Variant(e.to)},
+          {key::result, sdbus::Variant(e.result)},
+          {key::reason, sdbus::Variant(e.reason)}};
+}
+
+Dict to_dict(const core::UpdateChange& c) {
+  namespace key = common::key;
+  Dict out{{key::name, sdbus::Variant(c.name)},
+           {key::from, sdbus::Variant(c.from)},
+           {key::to, sdbus::Variant(c.to)},
+           {key::reason, sdbus::Variant(c.reason)}};
+  if (c.job != 0) out.emplace(key::job, sdbus::Variant(sdbus::ObjectPath(job_path(c.job))));
+  return out;
+}
+
+Dict to_dict(const core::VersionRef& r) {
+  namespace key = common::key;
+  return {{key::name, sdbus::Variant(r.name)}, {key::version, sdbus::Variant(r.version)}};
 }
 
 }  // namespace epbrokerd::dbus

@@ -5,8 +5,10 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "daemon/core/broker.hpp"
+#include "daemon/core/history.hpp"
 #include "daemon/hardware/device.hpp"
 
 namespace epbrokerd::dbus {
@@ -20,6 +22,9 @@ Dict to_dict(const core::ProviderView& p);
 // than building it). Valid until the next call on this thread.
 const Dict& to_dict_cached(const core::ProviderView& p);
 Dict to_dict(const core::VerifyResult& r);
+Dict to_dict(const core::HistoryEntry& e);
+Dict to_dict(const core::UpdateChange& c);  // job only when one was started
+Dict to_dict(const core::VersionRef& r);
 // Appends `providers` to `m` as aa{sv}, the same dicts as to_dict() gives, written
 // value by value: no sdbus::Variant (each its own message) is built or copied.
 void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers);

@@ -164,14 +164,21 @@ if have xmllint; then
   check "bus policy: no deny rules, no other policies" -- test \
     "$(xp "$BUSCONF" "count(//deny) + count(//policy[not(@user='epbroker' or @context='default')])")" = 0
   defaults() { xp "$POLICY" "string(//action[@id='$1']/defaults/$2)"; }
-  check "polkit: org.epbroker.install defaults" -- test \
-    "$(defaults org.epbroker.install allow_any),$(defaults org.epbroker.install allow_inactive),$(defaults org.epbroker.install allow_active)" \
-    = "auth_admin,auth_admin,yes"
-  check "polkit: org.epbroker.manage defaults" -- test \
-    "$(defaults org.epbroker.manage allow_any),$(defaults org.epbroker.manage allow_inactive),$(defaults org.epbroker.manage allow_active)" \
-    = "auth_admin_keep,auth_admin_keep,auth_admin_keep"
-  check "polkit: exactly the two actions" -- test "$(xp "$POLICY" "count(//action)")" = 2
-  for a in org.epbroker.install org.epbroker.manage; do
+  # install and update: free at the active seat; downgrade, hold and manage:
+  # administrators (kept for a while).
+  for a in install update; do
+    check "polkit: org.epbroker.$a defaults" -- test \
+      "$(defaults org.epbroker.$a allow_any),$(defaults org.epbroker.$a allow_inactive),$(defaults org.epbroker.$a allow_active)" \
+      = "auth_admin,auth_admin,yes"
+  done
+  for a in downgrade hold manage; do
+    check "polkit: org.epbroker.$a defaults" -- test \
+      "$(defaults org.epbroker.$a allow_any),$(defaults org.epbroker.$a allow_inactive),$(defaults org.epbroker.$a allow_active)" \
+      = "auth_admin_keep,auth_admin_keep,auth_admin_keep"
+  done
+  check "polkit: exactly the five actions" -- test "$(xp "$POLICY" "count(//action)")" = 5
+  for a in org.epbroker.install org.epbroker.update org.epbroker.downgrade org.epbroker.hold \
+    org.epbroker.manage; do
     check "polkit: $a has a description and a message" -- test -n \
       "$(xp "$POLICY" "//action[@id='$a']/description[normalize-space()]")" -a -n \
       "$(xp "$POLICY" "//action[@id='$a']/message[normalize-space()]")"
