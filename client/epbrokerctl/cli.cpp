@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -30,22 +31,69 @@ class Formatter final : public CLI::Formatter {
            make_footer(app);
   }
   std::string make_subcommand(const CLI::App* sub) const override {
+    std::ostringstream out;
+    CLI::detail::format_help(out, synopsis(sub), sub->get_description(), get_column_width());
+    return out.str();
+  }
+
+ private:
+  // "install NAME[@VERSION] [--allow-older]", "remote reset NAME".
+  std::string synopsis(const CLI::App* sub) const {
     std::string name = sub->get_name();
     for (const CLI::Option* p :
          sub->get_options([](const CLI::Option* o) { return o->get_positional(); })) {
       name += " " + make_option_usage(p);
     }
-    std::ostringstream out;
-    CLI::detail::format_help(out, name, sub->get_description(), get_column_width());
-    return out.str();
+    for (const CLI::Option* o : sub->get_options([sub](const CLI::Option* o) {
+           return o->nonpositional() && o != sub->get_help_ptr();
+         })) {
+      name += " [" + o->get_name() + "]";
+    }
+    std::string actions;
+    for (const CLI::App* a : sub->get_subcommands({})) {
+      actions += (actions.empty() ? "" : " | ") + synopsis(a);
+    }
+    if (!actions.empty()) name += " " + actions;
+    return name;
   }
 };
 
 // Where a parse leaves what the subcommands read.
 struct Words {
-  std::string arg;    // a command's argument (NAME)
-  std::string topic;  // `help`'s COMMAND
+  std::string arg;                // a command's argument (NAME)
+  std::vector<std::string> many;  // a command's arguments (update's NAME...)
+  std::string topic;              // `help`'s COMMAND
 };
+
+bool* flag_of(Invocation& inv, std::string_view flag) {
+  if (flag == "--allow-older") return &inv.allow_older;
+  if (flag == "--dry-run") return &inv.dry_run;
+  if (flag == "--now") return &inv.now;
+  return nullptr;
+}
+
+// One command (or action) as a CLI11 subcommand of `parent`.
+void declare_command(CLI::App& parent, const CommandInfo& c, Invocation& inv, Words& words) {
+  CLI::App* sub = parent.add_subcommand(std::string(c.name), std::string(c.summary));
+  sub->group("Commands");
+  sub->footer(std::string(c.details) + "\n" + kCommandFooter);
+  if (!c.arg.empty()) {
+    CLI::Option* o = c.arity == Arity::many
+                         ? sub->add_option(std::string(c.arg), words.many, std::string(c.arg_help))
+                         : sub->add_option(std::string(c.arg), words.arg, std::string(c.arg_help));
+    o->type_name("");
+    if (c.arity == Arity::one) o->required();
+  }
+  if (!c.flag.empty()) {
+    if (bool* target = flag_of(inv, c.flag)) {
+      sub->add_flag(std::string(c.flag), *target, std::string(c.flag_help))
+          ->disable_flag_override();
+    }
+  }
+  for (const CommandInfo& a : c.actions) declare_command(*sub, a, inv, words);
+  // At most one action; a missing one is reported by parse_args.
+  if (!c.actions.empty()) sub->require_subcommand(0, 1);
+}
 
 // The command line as CLI11 reads it, results into `inv` and `words`.
 void declare(CLI::App& app, Invocation& inv, Words& words) {
@@ -71,16 +119,7 @@ void declare(CLI::App& app, Invocation& inv, Words& words) {
       ->check(CLI::Validator(
           [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; },
           std::string()));
-  for (const CommandInfo& c : commands()) {
-    CLI::App* sub = app.add_subcommand(std::string(c.name), std::string(c.summary));
-    sub->group("Commands");
-    sub->footer(std::string(c.details) + "\n" + kCommandFooter);
-    if (!c.arg.empty()) {
-      sub->add_option(std::string(c.arg), words.arg, "the package's name")
-          ->required()
-          ->type_name("");
-    }
-  }
+  for (const CommandInfo& c : commands()) declare_command(app, c, inv, words);
   CLI::App* help = app.add_subcommand("help", "Print this help, or the help of COMMAND.");
   help->group("Commands");
   help->footer(kCommandFooter);
@@ -100,6 +139,16 @@ std::vector<std::string> reversed_args(const std::vector<std::string>& argv) {
   return args;
 }
 
+// The command word and its action: "remote reset".
+std::string command_path(const CLI::App& app) {
+  std::string out;
+  for (const CLI::App* a = &app; !a->get_subcommands().empty();) {
+    a = a->get_subcommands().front();
+    out += (out.empty() ? "" : " ") + a->get_name();
+  }
+  return out;
+}
+
 // The message for arguments CLI11 could not place.
 // Called with at least one.
 std::string extras_message(const CLI::App& app) {
@@ -107,7 +156,11 @@ std::string extras_message(const CLI::App& app) {
   if (first.starts_with("-")) return "unknown option '" + first + "'";
   const auto parsed = app.get_subcommands();
   if (parsed.empty()) return "unknown command '" + first + "'";
-  return parsed.front()->get_name() + ": unexpected argument '" + first + "'";
+  const CLI::App* command = parsed.front();
+  if (command->get_subcommands().empty() && !command->get_subcommands({}).empty()) {
+    return command->get_name() + ": unknown action '" + first + "'";
+  }
+  return command_path(app) + ": unexpected argument '" + first + "'";
 }
 
 std::string help_of(const CLI::App& app, const std::string& command) {
@@ -123,27 +176,81 @@ const std::vector<CommandInfo>& commands() {
        "(CPU cores/threads/arch and notable ISA extensions; a GPU's or NPU's PCI bus path).\n"},
       {"providers", "",
        "List the execution-provider packages the trusted catalogs offer, and their state.",
-       "States: ready (installed; LIBRARY is what applications register), available\n"
-       "(compatible, not installed), installing (a job is running), incompatible (cannot\n"
-       "run here; the reason is printed under it). SIZE is the installed size when ready,\n"
-       "else the download size. DEVICES are the device ids (see `devices`) it serves.\n"},
-      {"install", "NAME",
-       "Install package NAME (its newest compatible version) unless it is ready.",
+       "One row per package. VERSION is the current version when installed (what new\n"
+       "sessions get), else the newest the catalogs offer. States: ready (installed),\n"
+       "available (compatible, not installed), installing (a job is running),\n"
+       "incompatible (cannot run here), revoked (the signed catalogs no longer list any\n"
+       "installed version; never granted); the reason is printed under the table. SIZE is\n"
+       "the installed size when ready, else the download size. DEVICES are the device ids\n"
+       "(see `devices`) it serves. Below the table, for each installed package with more\n"
+       "to say: the versions kept besides the current one, with their role (rollback,\n"
+       "older_ort, staged, leased, revoked, removing, unused), why, and their leases;\n"
+       "`update available: X`; `held` and why.\n"},
+      {"install", "NAME[@VERSION]",
+       "Install package NAME's newest compatible version, or VERSION, and make it current.",
        "Shows the download's progress (a bar with bytes, rate and ETA on a terminal, plain\n"
-       "lines otherwise, on stderr) and waits until the package is installed and verified.\n"
-       "Ctrl-C cancels the install job (nothing is installed) and exits 130; if another\n"
-       "client started the same install, it goes on for that client.\n"
-       "Needs polkit's org.epbroker.install (active local users), or root or membership of\n"
-       "the daemon's install_group when polkit is not running.\n"},
-      {"remove", "NAME", "Remove every installed version of package NAME.",
-       "Refused (Busy, exit 1) while a running application holds a session on it.\n"
-       "Needs polkit's org.epbroker.manage (administrators), or root / install_group.\n"},
+       "lines otherwise, on stderr) and waits until the package is installed and verified;\n"
+       "nothing is downloaded when that version is current already. Running applications\n"
+       "keep the version they have; new sessions get the new one. A version older than the\n"
+       "current one needs --allow-older. Ctrl-C cancels the install job (nothing is\n"
+       "installed) and exits 130; if another client started the same install, it goes on\n"
+       "for that client.\n"
+       "Needs polkit's org.epbroker.install (active local users), and\n"
+       "org.epbroker.downgrade for an older version; or root or membership of the daemon's\n"
+       "install_group when polkit is not running.\n",
+       Arity::one, "the package's name, optionally with @VERSION (e.g. openvino@1.8.1)",
+       "--allow-older", "allow a version older than the current one (a downgrade)"},
+      {"update", "NAME",
+       "Update every installed package, or the named ones, to its newest compatible version.",
+       "Prints one line per package: `NAME FROM -> TO`, or `NAME FROM (why it stays)`.\n"
+       "Held packages are left alone. Progress and Ctrl-C as for install; each package's\n"
+       "job runs to its end, and the first failure is reported after the last one ended.\n"
+       "--dry-run only lists what would change. Needs polkit's org.epbroker.update.\n",
+       Arity::many, "package names (none: every installed package)", "--dry-run",
+       "list what would change, change nothing"},
+      {"hold", "NAME", "Hold package NAME: updates, manual and automatic, skip it.",
+       "`epbrokerctl unhold NAME` allows updates again. Installing a given version\n"
+       "(`install NAME@VERSION`) still works. Needs polkit's org.epbroker.hold.\n"},
+      {"unhold", "NAME", "Let updates reach package NAME again.",
+       "Undoes `hold` (and the hold `rollback` sets). Needs polkit's org.epbroker.hold.\n"},
+      {"rollback", "NAME",
+       "Make the previously current version of NAME current again, and hold NAME.",
+       "Needs a previous version kept (see `providers`; keep_versions in epbroker.conf).\n"
+       "The package is held afterwards so that updates do not undo the rollback;\n"
+       "`epbrokerctl unhold NAME` allows them again. Needs polkit's org.epbroker.downgrade.\n"},
+      {"history", "NAME", "Show the lifecycle history, or package NAME's.",
+       "Oldest first: TIME (UTC), UID (the caller; 0 also for the daemon's own work, such\n"
+       "as automatic updates), ACTION (install, update, downgrade, rollback, download,\n"
+       "remove, revoke, unrevoke, gc, hold, unhold, remote_reset), NAME, VERSIONS (from ->\n"
+       "to), RESULT (ok, or the error), REASON. Open to everyone.\n",
+       Arity::optional, "a package's name (none: every package)"},
+      {"gc", "", "Delete installed versions that are neither current nor kept, unless leased.",
+       "Lists each version deleted, or says there was nothing to remove. The daemon also\n"
+       "does this on its own after updates and when leases end.\n"
+       "Needs polkit's org.epbroker.manage.\n"},
+      {"remove", "NAME", "Remove package NAME: no new session gets it from now on.",
+       "Versions no session leases are deleted at once, leased ones when their last lease\n"
+       "ends (running applications keep working). --now deletes every version at once:\n"
+       "applications that already loaded the library keep running with it, but cannot load\n"
+       "it again. Needs polkit's org.epbroker.manage (administrators), or root /\n"
+       "install_group.\n",
+       Arity::one, "the package's name", "--now",
+       "delete every version now, even while sessions lease it"},
       {"refresh", "", "Refresh every trusted catalog (the TUF update workflow) and wait for it.",
        "Prints the catalog revision and expiry afterwards. Needs org.epbroker.manage.\n"},
       {"verify", "", "Re-hash every installed package against its signed manifest.",
        "Exits 1 if any package is damaged; `epbrokerctl install NAME` repairs one.\n"},
       {"status", "", "Show the daemon's version and state, catalog, store size, sessions and jobs.",
        "Asking starts epbrokerd if it is not running (D-Bus activation).\n"},
+      {.name = "remote",
+       .summary = "Manage a catalog remote: `reset NAME` re-anchors it.",
+       .details = "An action follows the command: `epbrokerctl remote reset NAME`.\n",
+       .actions = {{"reset", "NAME", "Drop remote NAME's trusted metadata and re-anchor it.",
+                    "For when the remote's configured trusted_root (/etc/epbroker/remotes.d/)\n"
+                    "was replaced and `refresh` says the trusted root differs: the next\n"
+                    "`epbrokerctl refresh` starts again from the configured root. Needs\n"
+                    "org.epbroker.manage.\n",
+                    Arity::one, "the remote's name (its file in /etc/epbroker/remotes.d/)"}}},
   };
   return kCommands;
 }
@@ -154,6 +261,39 @@ const CommandInfo* find_command(std::string_view name) {
   }
   return nullptr;
 }
+
+namespace {
+
+bool valid_version(std::string_view v) {
+  if (v.empty() || v.size() > 64 || v.front() < '0' || v.front() > '9') return false;
+  if (v.back() == '.' || v.find("..") != std::string_view::npos) return false;
+  return std::all_of(v.begin(), v.end(), [](char c) {
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' ||
+           c == '-' || c == '+';
+  });
+}
+
+// `install NAME@VERSION` into args[0] = NAME and package_version = VERSION.
+std::optional<std::string> split_version(Invocation& inv) {
+  if (inv.args.empty()) return std::nullopt;
+  const std::string word = inv.args.front();
+  const auto at = word.find('@');
+  if (at == std::string::npos) return std::nullopt;
+  const std::string name = word.substr(0, at);
+  const std::string version = word.substr(at + 1);
+  if (name.empty()) return "install: '" + word + "' names no package (NAME@VERSION)";
+  if (version.empty()) {
+    return "install: '" + word + "' names no version (NAME@VERSION, e.g. " + name + "@1.2.0)";
+  }
+  if (!valid_version(version)) {
+    return "install: '" + version + "' is not a version (digits and dots, e.g. 1.2.0)";
+  }
+  inv.args.front() = name;
+  inv.package_version = version;
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::expected<Invocation, std::string> parse_args(const std::vector<std::string>& argv) {
   Invocation inv;
@@ -169,12 +309,19 @@ std::expected<Invocation, std::string> parse_args(const std::vector<std::string>
   } catch (const CLI::ParseError& e) {
     // An unknown word explains a missing argument better than CLI11's message.
     if (!app.remaining(true).empty()) return std::unexpected(extras_message(app));
-    const auto parsed = app.get_subcommands();  // "NAME is required" names no command
-    return std::unexpected((parsed.empty() ? "" : parsed.front()->get_name() + ": ") + e.what());
+    const std::string path = command_path(app);  // "NAME is required" names no command
+    return std::unexpected((path.empty() ? "" : path + ": ") + e.what());
   }
   const auto parsed = app.get_subcommands();
-  if (!parsed.empty()) inv.command = parsed.front()->get_name();
+  const CLI::App* command = parsed.empty() ? nullptr : parsed.front();
+  if (command != nullptr) {
+    inv.command = command->get_name();
+    if (!command->get_subcommands().empty()) {
+      inv.action = command->get_subcommands().front()->get_name();
+    }
+  }
   if (!words.arg.empty()) inv.args.push_back(words.arg);
+  inv.args.insert(inv.args.end(), words.many.begin(), words.many.end());
   if (inv.command == "help") {
     inv.help = true;
     inv.command = words.topic;
@@ -183,6 +330,17 @@ std::expected<Invocation, std::string> parse_args(const std::vector<std::string>
     }
   }
   if (inv.command.empty() && !inv.help && !inv.version) return std::unexpected("no command given");
+  if (inv.help || inv.version) return inv;
+  const CommandInfo* info = find_command(inv.command);
+  if (info != nullptr && !info->actions.empty() && inv.action.empty()) {
+    std::string actions;
+    for (const auto& a : info->actions)
+      actions += (actions.empty() ? "" : ", ") + std::string(a.name);
+    return std::unexpected(inv.command + ": which action? (" + actions + ")");
+  }
+  if (inv.command == "install") {
+    if (auto error = split_version(inv)) return std::unexpected(*error);
+  }
   return inv;
 }
 
@@ -194,12 +352,14 @@ std::string tool_help() {
   return help_of(app, "");
 }
 
-std::string command_help(const CommandInfo& c) {
+std::string command_help(const CommandInfo& c, std::string_view action) {
   Invocation inv;
   Words words;
   CLI::App app(std::string(), "epbrokerctl");
   declare(app, inv, words);
-  return help_of(app, std::string(c.name));
+  if (action.empty()) return help_of(app, std::string(c.name));
+  const CLI::App* sub = app.get_subcommand(std::string(c.name));
+  return sub->get_subcommand(std::string(action))->help("epbrokerctl " + std::string(c.name));
 }
 
 }  // namespace epbrokerctl

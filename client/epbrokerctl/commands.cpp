@@ -11,19 +11,11 @@ namespace {
 
 using nlohmann::json;
 
-std::string join(const std::vector<std::string>& v, const char* sep) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
-  return out;
-}
-
 std::string hex4(std::uint16_t v) {
   char buf[8];
   std::snprintf(buf, sizeof buf, "%04x", v);
   return buf;
 }
-
-void print_json(Context& ctx, const json& doc) { ctx.out << doc.dump(2) << '\n'; }
 
 // ---- devices ----------------------------------------------------------------------------
 
@@ -60,71 +52,7 @@ int devices(Context& ctx) {
   return kOk;
 }
 
-// ---- providers --------------------------------------------------------------------------
-
-int providers(Context& ctx) {
-  const auto list = ctx.client.providers();
-  if (ctx.inv.json) {
-    json arr = json::array();
-    for (const auto& p : list) arr.push_back(to_json(p));
-    print_json(ctx, {{"providers", arr}});
-    return kOk;
-  }
-  if (list.empty()) {
-    ctx.out << "No providers: no trusted catalog lists any yet (try `epbrokerctl refresh`).\n";
-    return kOk;
-  }
-  Table t({"NAME", "VERSION", "STATE", "SIZE", "DEVICES", "EP"});
-  std::vector<const epbroker::Provider*> unusable;
-  for (const auto& p : list) {
-    t.add({p.name, p.version, p.state_name, format_bytes(p.size),
-           p.devices.empty() ? "-" : join(p.devices, ","), join(p.ep_names, ",")});
-    if (!p.reason.empty()) unusable.push_back(&p);
-  }
-  t.print(ctx.out);
-  if (!unusable.empty()) {
-    ctx.out << "\nWhy not usable here:\n";
-    for (const auto* p : unusable) ctx.out << "  " << p->name << ": " << p->reason << '\n';
-  }
-  return kOk;
-}
-
-// ---- install / refresh (jobs) -----------------------------------------------------------
-
-// Progress on stderr, unless --json (a script reads the document only).
-epbroker::ProgressCallback progress_to(Context& ctx, ProgressView& view, epbroker::Progress& last) {
-  return [&ctx, &view, &last](const epbroker::Progress& p) {
-    last = p;
-    if (!ctx.inv.json) view.update(p);
-  };
-}
-
-int install(Context& ctx) {
-  const std::string& name = ctx.inv.args.at(0);
-  ProgressView view(ctx.err, ctx.err_is_terminal);
-  epbroker::Progress last;
-  epbroker::Provider p;
-  try {
-    p = ctx.client.ensure_ready(name, progress_to(ctx, view, last), ctx.cancel);
-  } catch (...) {
-    view.finish();
-    throw;
-  }
-  view.finish();
-  if (ctx.inv.json) {
-    print_json(ctx, {{"provider", to_json(p)}, {"job", to_json(last)}});
-    return kOk;
-  }
-  ctx.out << "installed " << p.name << " " << p.version << " (" << format_bytes(p.size) << ")\n"
-          << "  library: " << p.library_path << '\n';
-  if (p.kind == "runtime") {
-    ctx.out
-        << "  kind: runtime (ONNX Runtime itself; apps open it with epbroker::load_runtime())\n";
-  } else {
-    ctx.out << "  registers as: " << join(p.ep_names, ", ") << '\n';
-  }
-  return kOk;
-}
+// ---- refresh (a job) / verify / status --------------------------------------------------
 
 int refresh(Context& ctx) {
   ProgressView view(ctx.err, ctx.err_is_terminal);
@@ -149,19 +77,6 @@ int refresh(Context& ctx) {
   ctx.out << "catalog revision " << s.catalog_revision;
   if (!s.catalog_expires.empty()) ctx.out << ", expires " << s.catalog_expires;
   ctx.out << '\n';
-  return kOk;
-}
-
-// ---- remove / verify / status -----------------------------------------------------------
-
-int remove(Context& ctx) {
-  const std::string& name = ctx.inv.args.at(0);
-  ctx.client.remove(name);
-  if (ctx.inv.json) {
-    print_json(ctx, {{"removed", name}});
-  } else {
-    ctx.out << "removed " << name << '\n';
-  }
   return kOk;
 }
 
@@ -241,12 +156,34 @@ int status(Context& ctx) {
 
 }  // namespace
 
+void print_json(Context& ctx, const json& doc) { ctx.out << doc.dump(2) << '\n'; }
+
+std::string join(const std::vector<std::string>& v, const char* sep) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+epbroker::ProgressCallback progress_to(Context& ctx, ProgressView& view, epbroker::Progress& last) {
+  return [&ctx, &view, &last](const epbroker::Progress& p) {
+    last = p;
+    if (!ctx.inv.json) view.update(p);
+  };
+}
+
 int run_command(Context& ctx) {
   const std::string& c = ctx.inv.command;
   if (c == "devices") return devices(ctx);
-  if (c == "providers") return providers(ctx);
-  if (c == "install") return install(ctx);
-  if (c == "remove") return remove(ctx);
+  if (c == "providers") return lifecycle::providers(ctx);
+  if (c == "install") return lifecycle::install(ctx);
+  if (c == "update") return lifecycle::update(ctx);
+  if (c == "hold") return lifecycle::hold(ctx);
+  if (c == "unhold") return lifecycle::unhold(ctx);
+  if (c == "rollback") return lifecycle::rollback(ctx);
+  if (c == "history") return lifecycle::history(ctx);
+  if (c == "gc") return lifecycle::gc(ctx);
+  if (c == "remove") return lifecycle::remove(ctx);
+  if (c == "remote") return lifecycle::remote(ctx);
   if (c == "refresh") return refresh(ctx);
   if (c == "verify") return verify(ctx);
   if (c == "status") return status(ctx);

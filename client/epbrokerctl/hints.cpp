@@ -2,6 +2,17 @@
 #include "client/epbrokerctl/commands.hpp"
 
 namespace epbrokerctl {
+namespace {
+
+// The polkit action a command needs other than org.epbroker.manage; null for manage.
+const char* polkit_action(const std::string& cmd) {
+  if (cmd == "update") return "org.epbroker.update";
+  if (cmd == "hold" || cmd == "unhold") return "org.epbroker.hold";
+  if (cmd == "rollback") return "org.epbroker.downgrade";
+  return nullptr;
+}
+
+}  // namespace
 
 int exit_code_for(const epbroker::Error& e) {
   using epbroker::Errc;
@@ -32,6 +43,7 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
   using epbroker::Errc;
   const std::string& cmd = inv.command;
   const bool test_bus = !inv.bus_address.empty();
+  const std::string name = inv.args.empty() ? std::string("NAME") : inv.args.front();
   switch (e.code()) {
     case Errc::unavailable:
       if (test_bus) {
@@ -45,22 +57,51 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
       return "epbrokerd did not answer in time; check `systemctl status epbrokerd` and "
              "`journalctl -u epbrokerd`.";
     case Errc::not_authorized:
+      if (cmd == "install" && inv.allow_older) {
+        return "Installing an older version needs polkit's org.epbroker.downgrade (an "
+               "administrator), or, without polkit, root or a member of install_group. Try "
+               "`sudo epbrokerctl install --allow-older " +
+               name + (inv.package_version.empty() ? "" : "@" + inv.package_version) + "`.";
+      }
       if (cmd == "install") {
         return "Installing needs polkit's org.epbroker.install (an active local session), or, "
                "without polkit, root or a member of the install_group set in "
                "/etc/epbroker/epbroker.conf. Try `sudo epbrokerctl install " +
-               (inv.args.empty() ? std::string("NAME") : inv.args.front()) + "`.";
+               name + "`.";
+      }
+      if (const char* action = polkit_action(cmd)) {
+        return "`" + cmd + "` needs polkit's " + action +
+               " (an administrator), or, without polkit, root or a member of install_group. "
+               "Try `sudo epbrokerctl " +
+               cmd + "`.";
       }
       return "`" + cmd +
              "` needs polkit's org.epbroker.manage (an administrator), or, without polkit, "
              "root or a member of install_group. Try `sudo epbrokerctl " +
              cmd + "`.";
     case Errc::not_found:
-      if (cmd == "remove")
+      if (cmd == "remove" || cmd == "hold" || cmd == "unhold" || cmd == "update")
         return "Nothing is installed under that name: see `epbrokerctl providers`.";
+      if (cmd == "rollback") {
+        return "No previous version of " + name +
+               " is kept: `epbrokerctl providers` lists the kept versions (keep_versions in "
+               "/etc/epbroker/epbroker.conf says how many are).";
+      }
+      if (cmd == "remote") {
+        return "No remote by that name: remotes are the files in /etc/epbroker/remotes.d/.";
+      }
+      if (cmd == "install" && !inv.package_version.empty()) {
+        return "The message lists the versions the catalogs offer; `epbrokerctl refresh` "
+               "fetches the latest catalog.";
+      }
       return "See `epbrokerctl providers` for the packages the trusted catalogs list; "
              "`epbrokerctl refresh` fetches the latest catalog.";
     case Errc::invalid_argument:
+      if (cmd == "install" && !inv.package_version.empty() && !inv.allow_older) {
+        return "Installing a version older than the current one is a downgrade: add "
+               "--allow-older (`epbrokerctl install --allow-older " +
+               name + "@" + inv.package_version + "`).";
+      }
       return "Package names are lowercase letters, digits, '.', '_' and '-' (at most 64); see "
              "`epbrokerctl " +
              (cmd.empty() ? std::string("--help") : cmd + " --help") + "`.";
@@ -74,11 +115,13 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
       return "Check the network and the remote's URLs in /etc/epbroker/remotes.d/; "
              "`journalctl -u epbrokerd` has the details.";
     case Errc::busy:
-      if (cmd == "remove") {
+      if (cmd == "remove" && !inv.now) {
         return "A running application holds a session on it; stop that application (or wait) "
-               "and try again.";
+               "and try again, or delete it at once with `epbrokerctl remove --now " +
+               name + "`.";
       }
-      return "Try again later.";
+      return "Another operation is running; try again later (`epbrokerctl status` lists the "
+             "running jobs).";
     case Errc::cancelled:
       return "";
     case Errc::protocol:

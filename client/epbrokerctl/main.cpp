@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   const Invocation& inv = *parsed;
   if (inv.help) {
     const CommandInfo* c = inv.command.empty() ? nullptr : find_command(inv.command);
-    std::cout << (c ? command_help(*c) : tool_help());
+    std::cout << (c ? command_help(*c, inv.action) : tool_help());
     return kOk;
   }
   if (inv.version) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <ctime>
 #include <ostream>
 
 namespace epbrokerctl {
@@ -37,6 +38,17 @@ std::string format_duration(std::chrono::seconds s) {
   return buf;
 }
 
+std::string format_utc(std::int64_t unix_seconds) {
+  const std::time_t t = static_cast<std::time_t>(unix_seconds);
+  std::tm tm{};
+  char buf[32];
+  if (gmtime_r(&t, &tm) == nullptr ||
+      std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0) {
+    return std::to_string(unix_seconds);
+  }
+  return buf;
+}
+
 namespace {
 
 json or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
@@ -63,6 +75,8 @@ json to_json(const epbroker::Device& d) {
 }
 
 json to_json(const epbroker::Provider& p) {
+  json versions = json::array();
+  for (const auto& v : p.versions) versions.push_back(to_json(v));
   return {{"name", p.name},
           {"ep_names", p.ep_names},
           {"version", p.version},
@@ -73,7 +87,37 @@ json to_json(const epbroker::Provider& p) {
           {"library_path", or_null(p.library_path)},
           {"reason", or_null(p.reason)},
           {"remote", or_null(p.remote)},
-          {"job", or_null(p.job)}};
+          {"job", or_null(p.job)},
+          {"versions", versions},
+          {"update_available", or_null(p.update_available)},
+          {"held", p.held},
+          {"hold_reason", or_null(p.hold_reason)}};
+}
+
+json to_json(const epbroker::VersionInfo& v) {
+  return {{"version", v.version},
+          {"role", v.role},
+          {"reason", or_null(v.reason)},
+          {"leases", v.leases}};
+}
+
+json to_json(const epbroker::HistoryEntry& h) {
+  return {{"time", format_utc(h.time)}, {"timestamp", h.time}, {"uid", h.uid},
+          {"action", h.action},         {"name", h.name},      {"from", or_null(h.from)},
+          {"to", or_null(h.to)},        {"result", h.result},  {"reason", or_null(h.reason)}};
+}
+
+json to_json(const epbroker::RemovedVersion& r) {
+  return {{"name", r.name}, {"version", r.version}};
+}
+
+json to_json(const epbroker::UpdateChange& c, const json& job) {
+  return {{"name", c.name},
+          {"from", or_null(c.from)},
+          {"to", or_null(c.to)},
+          {"changed", c.from != c.to},
+          {"reason", or_null(c.reason)},
+          {"job", job}};
 }
 
 json to_json(const epbroker::Progress& p) {

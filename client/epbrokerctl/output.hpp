@@ -19,12 +19,19 @@ namespace epbrokerctl {
 std::string format_bytes(std::uint64_t bytes);
 // "0:05", "1:02:03".
 std::string format_duration(std::chrono::seconds s);
+// Unix seconds as "YYYY-MM-DDTHH:MM:SSZ" (UTC).
+std::string format_utc(std::int64_t unix_seconds);
 
 nlohmann::json to_json(const epbroker::Device& d);
 nlohmann::json to_json(const epbroker::Provider& p);
 nlohmann::json to_json(const epbroker::Progress& p);
 nlohmann::json to_json(const epbroker::JobInfo& j);
 nlohmann::json to_json(const epbroker::VerifyResult& r);
+nlohmann::json to_json(const epbroker::VersionInfo& v);
+nlohmann::json to_json(const epbroker::HistoryEntry& h);
+nlohmann::json to_json(const epbroker::RemovedVersion& r);
+// An update's change; `job` is its job's last progress (null when none ran).
+nlohmann::json to_json(const epbroker::UpdateChange& c, const nlohmann::json& job);
 
 // Left-aligned columns separated by two spaces; the last column is not padded.
 class Table {

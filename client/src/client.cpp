@@ -116,10 +116,6 @@ std::uint64_t Client::refresh(const ProgressCallback& on_progress, const CancelT
   return checked([&] { return conn_->broker->CatalogRevision(); });
 }
 
-void Client::remove(const std::string& name) {
-  checked([&] { conn_->broker->RemoveProvider(name); });
-}
-
 std::vector<VerifyResult> Client::verify() {
   const auto dicts = checked([&] {
     // The generated call takes the connection's default timeout: raise it for this one.

@@ -1,6 +1,9 @@
 #include "client/src/convert.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -58,10 +61,23 @@ struct PathField {
   std::string& value;
 };
 
+// A provider's installed versions, sent as aa{sv}.
+struct VersionsField {
+  std::vector<VersionInfo>& value;
+};
+
+void set_versions(VersionsField& field, const std::vector<Dict>& dicts) {
+  field.value.clear();
+  field.value.reserve(dicts.size());
+  for (const auto& d : dicts) field.value.push_back(to_version_info(d));
+}
+
 template <typename T>
 std::string bus_signature() {
   if constexpr (std::is_same_v<T, PathField>) {
     return "o";
+  } else if constexpr (std::is_same_v<T, VersionsField>) {
+    return "aa{sv}";
   } else {
     return sdbus::signature_of<T>::str();
   }
@@ -84,6 +100,10 @@ void for_each_provider_field(Provider& p, F&& f) {
   f(key::remote, p.remote);
   f(key::job, PathField{p.job});
   f(key::ort_min, p.ort_min);
+  f(key::versions, VersionsField{p.versions});
+  f(key::update_available, p.update_available);
+  f(key::held, p.held);
+  f(key::hold_reason, p.hold_reason);
 }
 
 [[noreturn]] void wrong_type(const std::string& key, const std::string& got,
@@ -101,6 +121,8 @@ Provider to_provider(const Dict& d) {
     const std::string sig = bus_signature<T>();
     if constexpr (std::is_same_v<T, PathField>) {
       member.value = field<sdbus::ObjectPath>(d, key, "o", sdbus::ObjectPath(member.value));
+    } else if constexpr (std::is_same_v<T, VersionsField>) {
+      if (d.count(key) != 0) set_versions(member, field<std::vector<Dict>>(d, key, "aa{sv}"));
     } else {
       member = field<T>(d, key, sig.c_str(), member);
     }
@@ -131,6 +153,10 @@ std::vector<Provider> read_providers(sdbus::Message& m) {
           sdbus::ObjectPath path;
           m >> path;
           member.value = std::move(path);
+        } else if constexpr (std::is_same_v<T, VersionsField>) {
+          std::vector<Dict> dicts;  // a few per package: Variants are cheap enough here
+          m >> dicts;
+          set_versions(member, dicts);
         } else {
           m >> member;
         }
@@ -152,6 +178,44 @@ std::vector<Provider> read_providers(sdbus::Message& m) {
   return out;
 }
 
+VersionInfo to_version_info(const Dict& d) {
+  VersionInfo out;
+  out.version = str(d, key::version);
+  out.role = str(d, key::role);
+  out.reason = str(d, key::reason);
+  out.leases = field<std::uint32_t>(d, key::leases, "u");
+  return out;
+}
+
+UpdateChange to_update_change(const Dict& d) {
+  UpdateChange out;
+  out.name = str(d, key::name);
+  out.from = str(d, key::from);
+  out.to = str(d, key::to);
+  out.reason = str(d, key::reason);
+  out.job = field<sdbus::ObjectPath>(d, key::job, "o");
+  return out;
+}
+
+HistoryEntry to_history_entry(const Dict& d) {
+  HistoryEntry out;
+  const auto time = field<std::uint64_t>(d, key::time, "t");
+  out.time = static_cast<std::int64_t>(
+      std::min<std::uint64_t>(time, std::numeric_limits<std::int64_t>::max()));
+  out.uid = field<std::uint32_t>(d, key::uid, "u");
+  out.action = str(d, key::action);
+  out.name = str(d, key::name);
+  out.from = str(d, key::from);
+  out.to = str(d, key::to);
+  out.result = str(d, key::result);
+  out.reason = str(d, key::reason);
+  return out;
+}
+
+RemovedVersion to_removed_version(const Dict& d) {
+  return RemovedVersion{str(d, key::name), str(d, key::version)};
+}
+
 VerifyResult to_verify_result(const Dict& d) {
   VerifyResult out;
   out.name = str(d, key::name);
@@ -163,7 +227,7 @@ VerifyResult to_verify_result(const Dict& d) {
 
 ProviderState parse_provider_state(const std::string& s) {
   for (auto st : {ProviderState::ready, ProviderState::available, ProviderState::installing,
-                  ProviderState::incompatible}) {
+                  ProviderState::incompatible, ProviderState::revoked}) {
     if (to_string(st) == s) return st;
   }
   return ProviderState::unknown;
@@ -184,6 +248,19 @@ Dict to_options(const SessionOptions& options) {
     out.emplace(key::ort_version, sdbus::Variant(options.ort_version));
   if (!options.providers.empty()) out.emplace(key::providers, sdbus::Variant(options.providers));
   out.emplace(key::download, sdbus::Variant(options.download));
+  return out;
+}
+
+Dict to_install_options(const InstallOptions& options) {
+  Dict out;
+  if (!options.version.empty()) out.emplace(key::version, sdbus::Variant(options.version));
+  if (options.allow_older) out.emplace(key::allow_older, sdbus::Variant(true));
+  return out;
+}
+
+Dict to_update_options(bool dry_run) {
+  Dict out;
+  out.emplace(key::dry_run, sdbus::Variant(dry_run));
   return out;
 }
 

@@ -22,11 +22,21 @@ Provider to_provider(const Dict& d);
 // message of its own: decoding through them cost more than the call's round trip).
 std::vector<Provider> read_providers(sdbus::Message& m);
 VerifyResult to_verify_result(const Dict& d);
+// The lifecycle's dictionaries (ListProviders' versions, Update, History,
+// CollectGarbage), by the same rules.
+VersionInfo to_version_info(const Dict& d);
+UpdateChange to_update_change(const Dict& d);
+HistoryEntry to_history_entry(const Dict& d);
+RemovedVersion to_removed_version(const Dict& d);
 
 ProviderState parse_provider_state(const std::string& s);
 JobState parse_job_state(const std::string& s);
 
 // The a{sv} RequestSession takes.
 Dict to_options(const SessionOptions& options);
+// The a{sv} InstallProvider takes: only what differs from the daemon's defaults.
+Dict to_install_options(const InstallOptions& options);
+// The a{sv} Update takes.
+Dict to_update_options(bool dry_run);
 
 }  // namespace epbroker::detail

@@ -127,15 +127,27 @@ JobWatch::JobWatch(Connection& conn) : conn_(conn) {
 
 JobWatch::~JobWatch() = default;
 
+bool JobWatch::wanted(const std::string& path) const {
+  return path == path_ || std::find(kept_.begin(), kept_.end(), path) != kept_.end();
+}
+
 void JobWatch::follow(const std::string& path) {
   path_ = path;
-  std::erase_if(events_, [&](const JobEvent& e) { return e.path != path_; });
+  std::erase_if(events_, [&](const JobEvent& e) { return !wanted(e.path); });
+}
+
+void JobWatch::keep(std::vector<std::string> paths) {
+  kept_ = std::move(paths);
+  std::erase_if(events_, [&](const JobEvent& e) { return !wanted(e.path); });
 }
 
 bool JobWatch::next(JobEvent& out) {
-  if (events_.empty()) return false;
-  out = std::move(events_.front());
-  events_.pop_front();
+  // The followed job's oldest event; those of kept jobs wait for their turn.
+  const auto it = std::find_if(events_.begin(), events_.end(),
+                               [&](const JobEvent& e) { return e.path == path_; });
+  if (it == events_.end()) return false;
+  out = std::move(*it);
+  events_.erase(it);
   return true;
 }
 
@@ -144,7 +156,8 @@ bool JobWatch::next(JobEvent& out) {
 void JobWatch::on_signal(sdbus::Message& msg) {
   JobEvent e;
   e.path = msg.getPath();
-  if (!path_.empty() ? e.path != path_ : events_.size() >= kMaxPending) return;
+  const bool filtering = !path_.empty() || !kept_.empty();
+  if (filtering ? !wanted(e.path) : events_.size() >= kMaxPending) return;
   const std::string interface = msg.getInterfaceName();
   const std::string member = msg.getMemberName();
   try {

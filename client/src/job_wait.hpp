@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <deque>
 #include <string>
+#include <vector>
 
 #include "client/src/connection.hpp"
 #include "client/src/convert.hpp"
@@ -26,7 +27,9 @@ struct JobEvent {
 // the call that starts a job: a job can move on, or end, before its path is
 // known, and its signals are then already queued on the connection in order, so
 // every step can still be reported. Events of other jobs are kept only until
-// wait_for_job names the job, and at most kMaxPending of them.
+// wait_for_job names the job, and at most kMaxPending of them. A call that starts
+// several jobs (Broker1.Update) names them all with keep() first, then waits for
+// each in turn: the events of the ones not yet waited for stay queued.
 class JobWatch {
  public:
   explicit JobWatch(Connection& conn);
@@ -35,8 +38,11 @@ class JobWatch {
   JobWatch& operator=(const JobWatch&) = delete;
 
   Connection& connection() { return conn_; }
-  // From now on, keeps only the events of `path`, and drops those of others.
+  // From now on, keeps only the events of `path` (and of the jobs keep() named),
+  // and drops those of others.
   void follow(const std::string& path);
+  // From now on, keeps only the events of these jobs (before follow()ing each).
+  void keep(std::vector<std::string> paths);
   // The next event of the followed job; false when none is queued here. Events
   // reach the queue only while the connection is processed.
   bool next(JobEvent& out);
@@ -47,7 +53,10 @@ class JobWatch {
   void on_signal(sdbus::Message& msg);
 
   Connection& conn_;
+  bool wanted(const std::string& path) const;
+
   std::string path_;
+  std::vector<std::string> kept_;
   std::deque<JobEvent> events_;
   sdbus::Slot slot_;  // the match; released first
 };

@@ -59,6 +59,8 @@ std::string_view to_string(ProviderState state) noexcept {
       return common::provider_state_name(common::ProviderState::installing);
     case ProviderState::incompatible:
       return common::provider_state_name(common::ProviderState::incompatible);
+    case ProviderState::revoked:
+      return common::provider_state_name(common::ProviderState::revoked);
     case ProviderState::unknown:
       break;
   }

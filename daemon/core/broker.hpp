@@ -161,9 +161,9 @@ class Broker {
 
   std::vector<hardware::Device> devices() const;
   // Every provider the store or a trusted catalog knows, installed ones first.
-  // Computed once and shared until the catalog, the store or an install job's
-  // state changes (provider_views()), so reading it costs a copy, not a
-  // recomputation.
+  // Computed once and shared until the catalog, the store, the lifecycle or an
+  // install job's state changes (provider_views()), so reading it costs a copy,
+  // not a recomputation; only the versions' lease counts are read live.
   std::vector<ProviderView> providers() const;
 
   // Makes NAME ready (org.epbroker.install): when a usable version is current,

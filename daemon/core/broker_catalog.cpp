@@ -109,7 +109,15 @@ ProviderView Broker::view_of(const CatalogEntry* entry,
   return v;
 }
 
-std::vector<ProviderView> Broker::providers() const { return *provider_views(); }
+std::vector<ProviderView> Broker::providers() const {
+  auto out = *provider_views();
+  // Lease counts change with every session, which must not recompute the views
+  // (sessions come far more often than anything else): read live here.
+  for (auto& v : out) {
+    for (auto& ver : v.versions) ver.leases = store_.lease_count(v.name, ver.version);
+  }
+  return out;
+}
 
 std::shared_ptr<const std::vector<ProviderView>> Broker::provider_views() const {
   std::lock_guard lock(views_mu_);

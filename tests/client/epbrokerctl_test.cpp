@@ -213,7 +213,7 @@ TEST_F(CtlTest, EveryCommandWithJson) {
 
   r = json_cmd({"remove", kTestEp});
   ASSERT_EQ(r.exit_code, 0) << describe(r);
-  EXPECT_EQ(doc(r), json({{"removed", kTestEp}}));
+  EXPECT_EQ(doc(r), json({{"removed", kTestEp}, {"now", false}}));
 
   // Errors: a document with the daemon's kind, its message and a hint.
   r = json_cmd({"remove", kTestEp});

@@ -5,30 +5,33 @@
 //   client.ensure_ready("openvino", on_progress);   // install with progress, or throw
 //   epbroker::Session s = client.request_session({}); // a lease on the ready providers
 //   for (const auto& p : s.providers()) register(p.library_path, p.ep_names);
+//   client.update({}, false, on_progress);          // admins: every package to its newest
 //
 // Errors: every failing call throws epbroker::Error (see <epbroker/error.hpp>),
 // with the daemon's error kind and message.
 //
 // Blocking: every call is a synchronous D-Bus round trip on the calling thread.
 // A call that the daemon answers from memory (devices, providers, status,
-// request_session, remove) takes well under a second; each is bounded by the
-// D-Bus method timeout (25 s); status() may also ask again for up to 1 s while
-// the daemon retires a session that has just ended. verify() re-hashes the
-// whole store and may take minutes (bounded at 10 min). ensure_ready() and
-// refresh() block until their job ends: as long as a download takes, with no
-// overall limit; they return early only through the cancel token (or when the
-// daemon goes away: Errc::unavailable). The first call on a system where
+// request_session, remove, hold, unhold, rollback, history, reset_remote, and
+// update with dry_run) takes well under a second; each is bounded by the D-Bus
+// method timeout (25 s); status() may also ask again for up to 1 s while the
+// daemon retires a session that has just ended. verify() re-hashes the whole
+// store and may take minutes (bounded at 10 min), gc() deletes files (bounded at
+// 10 min). ensure_ready(), install(), update() and refresh() block until their
+// jobs end: as long as a download takes, with no overall limit; they return
+// early only through the cancel token (or when the daemon goes away:
+// Errc::unavailable). The first call on a system where
 // epbrokerd is not running starts it (D-Bus activation), which adds the
 // daemon's start-up time to that call.
 //
 // Threads: a Client is not thread-safe; use it from one thread at a time (distinct
 // Clients on distinct threads are independent). The library starts no thread:
-// progress callbacks run on the thread that called ensure_ready()/refresh(),
-// inside that call. CancelToken::cancel() may be called from any thread and from
-// a signal handler. A Session may be used (and destroyed) on another thread than
-// its Client, but not concurrently with calls on that Client, since they share
-// one connection. A Client must not be used in a child after fork(). A
-// moved-from Client may only be destroyed or assigned to.
+// progress callbacks run on the thread that called ensure_ready(), install(),
+// update() or refresh(), inside that call. CancelToken::cancel() may be called
+// from any thread and from a signal handler. A Session may be used (and
+// destroyed) on another thread than its Client, but not concurrently with calls
+// on that Client, since they share one connection. A Client must not be used in a child after
+// fork(). A moved-from Client may only be destroyed or assigned to.
 //
 // Lifetime: a Session keeps its Client's bus connection open, even after the
 // Client is destroyed: the daemon ends a session when its owner's connection
@@ -75,14 +78,30 @@ struct Device {
   std::string arch;  // e.g. "x86_64"
 };
 
-enum class ProviderState { ready, available, installing, incompatible, unknown };
+// revoked: installed, but the signed catalogs list none of its installed versions
+// any more, so no session is granted it (reason says so).
+enum class ProviderState { ready, available, installing, incompatible, revoked, unknown };
 
-// "ready", "available", "installing", "incompatible" ("unknown" for a state this
-// library does not know).
+// "ready", "available", "installing", "incompatible", "revoked" ("unknown" for a
+// state this library does not know).
 EPBROKER_API std::string_view to_string(ProviderState state) noexcept;
 
+// One installed version of a package (Provider::versions).
+struct VersionInfo {
+  std::string version;
+  // Why it is kept: "current" (new sessions get it), "rollback" (the previously
+  // current one, for rollback()), "older_ort" (apps with an older ONNX Runtime still
+  // ask for it), "staged" (newer, downloaded, not switched to), "leased" (kept only
+  // while sessions lease it), "revoked" (the catalogs no longer list it; never
+  // granted), "removing" (removed; the files go with the last lease), "unused" (goes
+  // at the next gc()). A newer daemon may send other words.
+  std::string role;
+  std::string reason;        // for people: why it has that role; "" if nothing to add
+  std::uint32_t leases = 0;  // sessions leasing it now
+};
+
 // One execution-provider package (Broker1.ListProviders, or a provider a session
-// granted).
+// granted): one per package, whatever number of versions is installed.
 struct Provider {
   std::string name;  // package name, e.g. "openvino"
   // "execution_provider" (a plugin EP library to register) or "runtime" (ONNX
@@ -102,6 +121,12 @@ struct Provider {
   std::string remote;                // the catalog it comes from; "" if no catalog lists it
   std::string job;                   // D-Bus path of its install job; installing only
   std::string ort_min;               // minimum ONNX Runtime version, when the daemon says
+  // Installed packages (ListProviders) only; empty/false from a daemon that does
+  // not say, and in what a session grants:
+  std::vector<VersionInfo> versions;  // every installed version, newest first
+  std::string update_available;       // a newer compatible version a catalog offers; ""
+  bool held = false;                  // updates (manual and automatic) skip it
+  std::string hold_reason;            // why it is held (e.g. "rolled back"); "" if not said
 };
 
 enum class JobState {
@@ -148,6 +173,41 @@ struct Status {
   std::vector<JobInfo> jobs;    // running jobs and the most recent finished ones
 };
 
+// One package Client::update() considered (Broker1.Update).
+struct UpdateChange {
+  std::string name;
+  std::string from;    // the current version before
+  std::string to;      // the version it moves to; equal to `from` when left alone
+  std::string reason;  // why it is left alone (held, up to date, ...) or what happens
+  std::string job;     // D-Bus path of the install job; "" when none was started
+};
+
+// One entry of the lifecycle history (Broker1.History).
+struct HistoryEntry {
+  std::int64_t time = 0;  // unix seconds (UTC)
+  std::uint32_t uid = 0;  // the caller's uid; 0 also for the daemon's own work
+  // "install", "update", "downgrade", "rollback", "download", "remove", "revoke",
+  // "unrevoke", "gc", "hold", "unhold", "remote_reset" (a newer daemon may add more).
+  std::string action;
+  std::string name;    // package (or remote, for remote_reset)
+  std::string from;    // version before; "" if none
+  std::string to;      // version after; "" if none
+  std::string result;  // "ok", or the error's short name ("Network", ...)
+  std::string reason;
+};
+
+// One version Client::gc() deleted.
+struct RemovedVersion {
+  std::string name;
+  std::string version;
+};
+
+// Client::rollback()'s outcome.
+struct RollbackResult {
+  std::string from;  // the version that was current
+  std::string to;    // the previously current version, current again now
+};
+
 // One entry of Broker1.Verify.
 struct VerifyResult {
   std::string name;
@@ -175,16 +235,31 @@ EPBROKER_API std::string_view to_string(Policy policy) noexcept;
 // Inverse of to_string(Policy); nullopt for an unknown word.
 EPBROKER_API std::optional<Policy> parse_policy(std::string_view text) noexcept;
 
+// What a session grants: one version of each package, the newest installed
+// version compatible with this machine and with ort_version (not above the
+// package's current version). So an app whose ONNX Runtime is older than the
+// current version needs keeps getting an older installed version, and the daemon
+// keeps that version installed while such apps keep asking.
 struct SessionOptions {
   Policy policy = Policy::default_policy;
-  // The application's ONNX Runtime version ("1.22.0"); providers needing a newer
-  // one come back "incompatible" with the reason. "" = not checked.
+  // The application's ONNX Runtime version ("1.22.0"): each package is granted its
+  // newest installed version this ORT can load; a package with none comes back
+  // "incompatible" with the reason ("needs ONNX Runtime >= ..."). "" = not checked
+  // (the current version is granted whatever ORT it needs).
   std::string ort_version;
   // Package names; empty = every provider compatible with this machine.
   std::vector<std::string> providers;
   // Start installs of compatible providers that are not installed yet (they come
   // back "installing" with a job; they are not leased by this session).
   bool download = false;
+};
+
+// Client::install()'s choices.
+struct InstallOptions {
+  std::string version;  // a given version ("1.2.0"); "" = the newest compatible one
+  // Allow a version older than the current one (a downgrade); without it such a
+  // request is refused with invalid_argument.
+  bool allow_older = false;
 };
 
 // Reports progress; called on the thread that waits.
@@ -287,9 +362,65 @@ class EPBROKER_API Client {
   std::uint64_t refresh(const ProgressCallback& on_progress = {},
                         const CancelToken& cancel = CancelToken());
 
-  // Removes every installed version of `name` (Busy while a session leases it,
-  // NotFound if none is installed).
+  // Installs a version of package `name` and makes it current
+  // (Broker1.InstallProvider), then waits for its job like ensure_ready() (same
+  // progress, cancellation and errors). Unlike ensure_ready(), a given
+  // options.version is installed even when another version is ready. Returns the
+  // provider as listed afterwards. Throws NotFound (no such package or version:
+  // the message lists the versions offered), InvalidArgument (an older version
+  // without allow_older, a malformed version), NotAuthorized (polkit
+  // org.epbroker.install, and org.epbroker.downgrade for an older version).
+  Provider install(const std::string& name, const InstallOptions& options = {},
+                   const ProgressCallback& on_progress = {},
+                   const CancelToken& cancel = CancelToken());
+
+  // Moves every installed package (`names` empty) or the named ones to its newest
+  // compatible version (Broker1.Update); held packages are left alone. Returns one
+  // UpdateChange per package considered. With dry_run, only lists what would
+  // change and starts nothing. Otherwise waits for every job it started, one after
+  // the other, reporting each one's progress as ensure_ready() does (Progress::job
+  // and target tell them apart); a cancel cancels each remaining job in turn.
+  // Throws the call's error (NotFound for a name not installed, NotAuthorized:
+  // polkit org.epbroker.update), or, after waiting for every job, the first job's
+  // error: the other jobs ran to their own end either way.
+  std::vector<UpdateChange> update(const std::vector<std::string>& names = {}, bool dry_run = false,
+                                   const ProgressCallback& on_progress = {},
+                                   const CancelToken& cancel = CancelToken());
+
+  // Holds package `name`: updates, manual and automatic, skip it until unhold()
+  // (Broker1.Hold/Unhold). NotFound unless installed; NotAuthorized: polkit
+  // org.epbroker.hold.
+  void hold(const std::string& name);
+  void unhold(const std::string& name);
+
+  // Makes the previously current version of `name` current again, and holds the
+  // package (Broker1.Rollback). NotFound when no previous version is kept;
+  // NotAuthorized: polkit org.epbroker.downgrade.
+  RollbackResult rollback(const std::string& name);
+
+  // The persisted lifecycle history, oldest first; only package `name`'s when not
+  // empty (Broker1.History). Open to everyone.
+  std::vector<HistoryEntry> history(const std::string& name = {});
+
+  // Deletes every installed version that is neither current nor kept and that no
+  // session leases (Broker1.CollectGarbage); returns what it deleted.
+  // NotAuthorized: polkit org.epbroker.manage.
+  std::vector<RemovedVersion> gc();
+
+  // Removes package `name` (Broker1.RemoveProvider): new sessions never get it
+  // from now on; versions no session leases are deleted at once, leased ones when
+  // their last lease ends. With `now` (Broker1.RemoveProviderNow) every version is
+  // deleted at once, leased or not: apps that already loaded the library keep
+  // running. NotFound if none is installed; NotAuthorized: polkit
+  // org.epbroker.manage.
   void remove(const std::string& name);
+  void remove(const std::string& name, bool now);
+
+  // Drops remote `remote`'s trusted metadata (Broker1.ResetRemote): the next
+  // refresh() starts again from its configured trusted_root (after that root was
+  // replaced). NotFound for an unknown remote; NotAuthorized: polkit
+  // org.epbroker.manage.
+  void reset_remote(const std::string& remote);
 
   // Re-hashes the installed store.
   std::vector<VerifyResult> verify();

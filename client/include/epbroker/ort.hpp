@@ -17,7 +17,10 @@
 // Ort::Env of a process) and idempotent: registering a provider that this env
 // already has (by registration name, or the same library under another name) is a
 // no-op reported as `already`. A provider whose ort_min is newer than the app's ORT
-// is never registered; it comes back in `skipped` with the reason.
+// is never registered; it comes back in `skipped` with the reason (ort_too_old, also
+// when the daemon, told the app's ORT version, found no installed version it can
+// load). ensure_and_register() tells the daemon the app's ORT version, so each
+// package is granted its newest installed version this ORT can load.
 //
 // Keep the epbroker::Session alive while ORT sessions use its providers: it is
 // the lease that keeps their files in the store.
@@ -105,6 +108,10 @@ struct Registration {
 
 namespace detail {
 
+// How the daemon's reason starts when it marks a package incompatible because no
+// installed version suits the app's ORT (SessionOptions::ort_version).
+inline constexpr const char* kNeedsOrt = "needs ONNX Runtime";
+
 // Registers one ready execution provider in `env` unless it is there already (see
 // the top of the file); nullopt with `error` set when ORT refuses it.
 inline std::optional<RegisteredProvider> register_one(Ort::Env& env, const Provider& p,
@@ -188,7 +195,24 @@ inline Registration register_providers(Ort::Env& env, const Session& session,
       skip(SkipCode::unknown_kind, "package kind '" + p.kind + "' is not known to this app");
       continue;
     }
+    const auto too_old = [&] {
+      skip(SkipCode::ort_too_old, "needs ONNX Runtime >= " + p.ort_min + ", this app has " + app +
+                                      ": update the app's ONNX Runtime, or use another provider");
+    };
     if (p.state == ProviderState::incompatible) {
+      // Told the app's version (SessionOptions::ort_version), the daemon marks a
+      // package with no installed version this ORT can load incompatible, saying
+      // so: that is the app's ORT, not this machine.
+      if (p.reason.find(detail::kNeedsOrt) != std::string::npos) {
+        const auto need = detail::parse_version(p.ort_min);
+        if (need && *app_v < *need) {
+          too_old();
+        } else {
+          skip(SkipCode::ort_too_old,
+               p.reason + ": update the app's ONNX Runtime, or use another provider");
+        }
+        continue;
+      }
       skip(SkipCode::incompatible, p.reason.empty() ? "incompatible" : p.reason);
       continue;
     }
@@ -199,8 +223,7 @@ inline Registration register_providers(Ort::Env& env, const Session& session,
         continue;
       }
       if (*app_v < *need) {
-        skip(SkipCode::ort_too_old, "needs ONNX Runtime >= " + p.ort_min + ", this app has " + app +
-                                        ": update the app's ONNX Runtime, or use another provider");
+        too_old();
         continue;
       }
     }
@@ -409,8 +432,10 @@ inline EnsureResult ensure_and_register(Client& client, Ort::Env& env,
   SessionOptions so;
   so.policy = options.policy;
   so.providers = options.providers;
-  // Not so.ort_version: the daemon would mark too-new providers incompatible, and
-  // register_providers gives the app the precise ort_too_old reason itself.
+  // The daemon grants each package's newest installed version this ORT can load
+  // (an older one kept for it after an update that needs a newer ORT). An
+  // unreadable version is left to register_providers, which says what to do.
+  if (app_v) so.ort_version = app;
   EnsureResult out;
   out.session = client.request_session(so);
   out.registration = register_providers(env, out.session, app);
