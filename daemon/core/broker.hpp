@@ -336,6 +336,7 @@ class Broker {
   mutable std::mutex life_mu_;
   LifecycleState lifecycle_;
   std::set<std::pair<std::string, std::string>> pinned_;  // versions being installed
+  mutable std::map<std::string, bool> compatible_;  // "name/version" installed -> with machine_
   History history_;
 };
 

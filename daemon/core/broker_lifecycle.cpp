@@ -43,8 +43,18 @@ std::vector<InstalledVersion> Broker::installed_versions_locked(const std::strin
     InstalledVersion v;
     v.version = p.manifest.ep.version;
     v.ort_min = p.manifest.ep.ort_min.value;
-    v.compatible = std::holds_alternative<catalog::Match>(
-        catalog::check_compatibility(machine_, any_ort(), p.manifest.ep));
+    // The machine is fixed for the broker's life, so is an installed version's
+    // compatibility with it (matching looks up required libraries on disk:
+    // not once per session).
+    const std::string key = p.name() + "/" + p.version();
+    auto known = compatible_.find(key);
+    if (known == compatible_.end()) {
+      known = compatible_
+                  .emplace(key, std::holds_alternative<catalog::Match>(catalog::check_compatibility(
+                                    machine_, any_ort(), p.manifest.ep)))
+                  .first;
+    }
+    v.compatible = known->second;
     v.leases = store_.lease_count(p.name(), p.version());
     v.pinned = pinned_.contains({p.name(), p.version()});
     out.push_back(std::move(v));
