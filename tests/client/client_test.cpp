@@ -1,12 +1,15 @@
 // libepbroker against a live epbrokerd on a private bus: devices and providers,
-// ensure_ready's progress, cancellation, sessions (release on destruction and on
-// the owner's death), status, and typed errors.
+// ensure_ready's progress, cancellation, sessions (the leases they hold, counted
+// in Provider::versions; release on destruction and on the owner's death; remove()
+// while leased: the files stay until the last lease ends), status, and typed errors.
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <thread>
 
 #include "tests/client/client_fixture.hpp"
@@ -25,6 +28,19 @@ const epbroker::Provider* find(const std::vector<epbroker::Provider>& list,
     if (p.name == name) return &p;
   }
   return nullptr;
+}
+
+// How many sessions lease `version` of package `name`, as providers() says;
+// nullopt when no such version is listed (not installed: its files are gone).
+std::optional<std::uint32_t> leases_of(epbroker::Client& c, const std::string& name,
+                                       const std::string& version) {
+  const auto list = c.providers();
+  const auto* p = find(list, name);
+  if (p == nullptr) return std::nullopt;
+  for (const auto& v : p->versions) {
+    if (v.version == version) return v.leases;
+  }
+  return std::nullopt;
 }
 
 int rank(JobState s) {
@@ -176,6 +192,7 @@ TEST_F(ClientTest, SessionLeasesUntilDestroyed) {
   c.refresh();
   c.ensure_ready(kTestEp);
   std::string library;
+  std::string version;
   {
     epbroker::SessionOptions opts;
     opts.providers = {kTestEp};
@@ -189,20 +206,26 @@ TEST_F(ClientTest, SessionLeasesUntilDestroyed) {
     EXPECT_EQ(p.name, kTestEp);
     EXPECT_EQ(p.ep_names, std::vector<std::string>{"EpbrokerTestEp"});
     library = p.library_path;
+    version = p.version;
     EXPECT_TRUE(fs::is_regular_file(library)) << library;
     EXPECT_EQ(c.status().sessions, 1U);
 
-    // Leased: the daemon refuses to remove it.
-    EXPECT_EQ(error_of([&] { c.remove(kTestEp); }).code(), Errc::busy);
+    // Leased: the granted version counts this one session.
+    EXPECT_EQ(leases_of(c, kTestEp, version), 1U);
 
     // Moved, still one lease; the moved-from Session holds nothing.
     epbroker::Session moved = std::move(s);
     EXPECT_FALSE(s.active());  // NOLINT(bugprone-use-after-move): checking the contract
     EXPECT_TRUE(moved.active());
     EXPECT_EQ(c.status().sessions, 1U);
+    EXPECT_EQ(leases_of(c, kTestEp, version), 1U);
   }  // destroyed: released (its object goes a moment after the reply)
   EXPECT_TRUE(daemon::wait_until([&] { return c.status().sessions == 0U; }, 10s));
+  // No lease left: none counted, and remove() deletes the tree at once.
+  EXPECT_EQ(leases_of(c, kTestEp, version), 0U);
   c.remove(kTestEp);
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_TRUE(daemon::wait_until([&] { return !fs::exists(tree); }, 5s)) << tree;
   EXPECT_FALSE(fs::exists(library));
 
   // release() by hand, then the destructor does nothing more.
@@ -225,10 +248,17 @@ TEST_F(ClientTest, SessionOutlivesItsClientObject) {
   }  // the Client is gone; its connection stays with the Session
   auto other = client();
   EXPECT_EQ(other.status().sessions, 1U);
-  EXPECT_EQ(error_of([&] { other.remove(kTestEp); }).code(), Errc::busy);
+  // Its lease holds.
+  ASSERT_EQ(s->ready_providers().size(), 1U);
+  const std::string version = s->ready_providers()[0].version;
+  EXPECT_EQ(leases_of(other, kTestEp, version), 1U);
   s.reset();
   EXPECT_TRUE(daemon::wait_until([&] { return other.status().sessions == 0U; }, 10s));
+  // Released with the Session: no lease left, and remove() deletes the tree at once.
+  EXPECT_EQ(leases_of(other, kTestEp, version), 0U);
   other.remove(kTestEp);
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_TRUE(daemon::wait_until([&] { return !fs::exists(tree); }, 5s)) << tree;
 }
 
 TEST_F(ClientTest, SessionEndsWhenItsProcessIsKilled) {
@@ -243,22 +273,39 @@ TEST_F(ClientTest, SessionEndsWhenItsProcessIsKilled) {
   ASSERT_TRUE(first->starts_with("session /org/epbroker/Broker1/session/")) << *first;
   EXPECT_EQ(holder.read_line(10s).value_or(""), "provider test-ep ready");
   EXPECT_EQ(holder.read_line(10s).value_or(""), "holding");
-  EXPECT_EQ(error_of([&] { c.remove(kTestEp); }).code(), Errc::busy);
+  // Its one lease, on the current version.
+  const auto before = c.providers();
+  const auto* row = find(before, kTestEp);
+  ASSERT_NE(row, nullptr);
+  const std::string version = row->version;
+  const fs::path library = row->library_path;
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_EQ(leases_of(c, kTestEp, version), 1U);
 
+  // remove() does not wait for it: new sessions lose test-ep at once, while the
+  // leased files stay for the holder.
+  c.remove(kTestEp);
+  const auto after = c.providers();
+  row = find(after, kTestEp);
+  ASSERT_NE(row, nullptr);
+  EXPECT_EQ(row->state, ProviderState::available);
+  ASSERT_EQ(row->versions.size(), 1U);
+  EXPECT_EQ(row->versions[0].version, version);
+  EXPECT_EQ(row->versions[0].role, "removing");
+  EXPECT_EQ(row->versions[0].leases, 1U);
+  EXPECT_TRUE(fs::is_regular_file(library)) << library;
+  {
+    epbroker::SessionOptions opts;
+    opts.providers = {kTestEp};
+    auto fresh = c.request_session(opts);
+    EXPECT_TRUE(fresh.ready_providers().empty());
+    EXPECT_EQ(leases_of(c, kTestEp, version), 1U);
+  }
+
+  // Killed: the daemon ends its session, and with its lease the files go.
   holder.kill_and_wait(SIGKILL);
-  Errc last = Errc::busy;
-  EXPECT_TRUE(daemon::wait_until(
-      [&] {
-        try {
-          c.remove(kTestEp);
-          return true;
-        } catch (const epbroker::Error& e) {
-          last = e.code();
-          return false;
-        }
-      },
-      10s))
-      << "remove still fails with " << epbroker::errc_name(last);
+  EXPECT_TRUE(daemon::wait_until([&] { return !fs::exists(tree); }, 10s)) << tree << " still there";
+  EXPECT_EQ(leases_of(c, kTestEp, version), std::nullopt);
   EXPECT_TRUE(daemon::wait_until([&] { return c.status().sessions == 0U; }, 10s));
 }
 

@@ -1,11 +1,17 @@
 // What the daemon refuses: malformed arguments (org.epbroker.Error.InvalidArgument)
 // and privileged calls from an unprivileged uid (org.epbroker.Error.NotAuthorized),
-// the caller's identity coming from the bus credentials.
+// the caller's identity coming from the bus credentials. And what an unprivileged
+// uid cannot do with what it may: its session's lease cannot block an admin's
+// RemoveProvider (new sessions lose the package at once; the leased files go
+// when the lease ends).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
+#include <string>
 
 #include "tests/daemon/integration/fixture.hpp"
 
@@ -19,6 +25,17 @@ const std::string kNotAuthorized = "org.epbroker.Error.NotAuthorized";
 constexpr uid_t kNobody = 65534;
 
 using Options = std::map<std::string, sdbus::Variant>;
+
+// How many sessions lease `version` as a ListProviders row's versions[] says;
+// nullopt when the row lists no such version (not installed: its files are gone).
+std::optional<std::uint32_t> leases_of(const Dict& row, const std::string& version) {
+  const auto it = row.find("versions");
+  if (it == row.end()) return std::nullopt;
+  for (const auto& v : it->second.get<Dicts>()) {
+    if (str(v, "version") == version) return v.at("leases").get<std::uint32_t>();
+  }
+  return std::nullopt;
+}
 
 // A copy of the bus_client that other uids may execute (the build tree may be private).
 fs::path client_for_others(const PrivateBus& bus) {
@@ -109,8 +126,13 @@ TEST_F(CatalogTest, UnprivilegedCallerMayReadAndLeaseButNotInstallOrManage) {
   EXPECT_NE(b.err.find("may not perform org.epbroker.manage"), std::string::npos) << b.err;
 
   // Nothing changed.
-  EXPECT_EQ(str(provider(kTestEp), "state"), "ready");
+  const Dict installed = provider(kTestEp);
+  EXPECT_EQ(str(installed, "state"), "ready");
   EXPECT_EQ(str(provider(kBulkEp), "state"), "available");
+  const std::string version = str(installed, "version");
+  const fs::path library = str(installed, "library_path");
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_EQ(leases_of(installed, version), 0U);
 
   // A session of uid 65534's client, which we (root, another client) cannot release
   // either, ends with its process.
@@ -119,17 +141,36 @@ TEST_F(CatalogTest, UnprivilegedCallerMayReadAndLeaseButNotInstallOrManage) {
   const auto line = holder.read_line(30s);
   ASSERT_TRUE(line && line->starts_with("session ")) << line.value_or("(nothing)");
   EXPECT_EQ(holder.read_line(10s).value_or(""), "provider test-ep ready");
+  EXPECT_EQ(holder.read_line(10s).value_or(""), "holding");
   const std::string session = line->substr(8);
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
   EXPECT_EQ(error_name_of([&] {
               sdbus::createProxy(*conn_, kBrokerName, session)
                   ->callMethod("Release")
                   .onInterface(kSessionInterface);
             }),
             "org.epbroker.Error.NotFound");
-  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), "org.epbroker.Error.Busy");
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
+
+  // Its lease does not block root's removal: done at once for new sessions, while
+  // the leased files stay for uid 65534's session.
+  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), "");
+  EXPECT_EQ(str(provider(kTestEp), "state"), "available");
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
+  EXPECT_TRUE(fs::is_regular_file(library)) << library;
+  const auto [fresh, offered] =
+      broker_->RequestSession({{"providers", sdbus::Variant(std::vector<std::string>{kTestEp})}});
+  ASSERT_EQ(offered.size(), 1U);
+  EXPECT_NE(str(offered[0], "state"), "ready");
+  EXPECT_FALSE(offered[0].contains("library_path"));
+  sdbus::createProxy(*conn_, kBrokerName, fresh)
+      ->callMethod("Release")
+      .onInterface(kSessionInterface);
+
+  // The session ends with its process, and the files with its lease.
   holder.kill_and_wait(SIGKILL);
-  EXPECT_TRUE(wait_until(
-      [&] { return error_name_of([&] { broker_->RemoveProvider(kTestEp); }).empty(); }, 10s));
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 10s)) << tree << " still there";
+  EXPECT_EQ(leases_of(provider(kTestEp), version), std::nullopt);
 }
 
 TEST_F(CatalogTest, InstallGroupMembersMayInstallAndManageWithoutPolkit) {

@@ -8,9 +8,11 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -51,6 +53,28 @@ void release(sdbus::IConnection& conn, const std::string& session) {
   sdbus::createProxy(conn, kBrokerName, session)
       ->callMethod("Release")
       .onInterface(kSessionInterface);
+}
+
+// How many sessions lease `version` as a ListProviders row's versions[] says;
+// nullopt when the row lists no such version (not installed: its files are gone).
+std::optional<std::uint32_t> leases_of(const Dict& row, const std::string& version) {
+  const auto it = row.find("versions");
+  if (it == row.end()) return std::nullopt;
+  for (const auto& v : it->second.get<Dicts>()) {
+    if (str(v, "version") == version) return v.at("leases").get<std::uint32_t>();
+  }
+  return std::nullopt;
+}
+
+// Leases of every installed version of every package ListProviders lists.
+std::uint64_t all_leases(const Dicts& rows) {
+  std::uint64_t n = 0;
+  for (const auto& row : rows) {
+    if (const auto it = row.find("versions"); it != row.end()) {
+      for (const auto& v : it->second.get<Dicts>()) n += v.at("leases").get<std::uint32_t>();
+    }
+  }
+  return n;
 }
 
 // Session objects the daemon has on the bus now (ObjectManager).
@@ -322,6 +346,9 @@ TEST_F(BusAttackTest, AnotherClientsSessionRevealsNothingAndCannotBeReleased) {
   install(kTestEp);
   const auto [session, granted] =
       broker_->RequestSession({{"providers", sdbus::Variant(std::vector<std::string>{kTestEp})}});
+  ASSERT_EQ(granted.size(), 1U);
+  const std::string version = str(granted[0], "version");
+  ASSERT_EQ(leases_of(provider(kTestEp), version), 1U);
 
   auto other = bus_->connect();
   auto proxy = sdbus::createProxy(*other, kBrokerName, session);
@@ -346,9 +373,13 @@ TEST_F(BusAttackTest, AnotherClientsSessionRevealsNothingAndCannotBeReleased) {
     EXPECT_TRUE(props.empty()) << interface;
   }
   EXPECT_EQ(error_name_of([&] { release(*other, session); }), kNotFound);
-  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), kBusy);
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);  // the lease holds
+  // Its owner's release ends it: a removal deletes the tree at once.
   release(*conn_, session);
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 0U);
   broker_->RemoveProvider(kTestEp);
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 5s)) << tree;
 }
 
 TEST_F(BusAttackTest, TenThousandSessionsFromOneClientStopAtThePerClientCap) {
@@ -379,15 +410,23 @@ TEST_F(BusAttackTest, TenThousandSessionsFromOneClientStopAtThePerClientCap) {
   ASSERT_EQ(providers.size(), 1U);
   EXPECT_EQ(str(providers[0], "state"), "ready");
   EXPECT_TRUE(wait_until([&] { return session_objects(*conn_) == 65; }, 10s));
+  const std::string version = str(providers[0], "version");
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 65U);  // one lease per granted session
   const long rss_full = rss_kb(pid);
 
-  // The greedy client leaves the bus: its 64 sessions end.
+  // The greedy client leaves the bus: its 64 sessions end, and their leases.
   greedy.reset();
   greedy_conn.reset();
   EXPECT_TRUE(wait_until([&] { return session_objects(*conn_) == 1; }, 10s));
+  EXPECT_TRUE(wait_until([&] { return leases_of(provider(kTestEp), version) == 1U; }, 10s))
+      << leases_of(provider(kTestEp), version).value_or(0) << " leases";
   release(*conn_, mine);
   EXPECT_TRUE(wait_until([&] { return broker_->DaemonState() == "idle"; }, 10s));
-  EXPECT_NO_THROW(broker_->RemoveProvider(kTestEp));  // no lease left behind
+  // No lease left behind: none counted, and a removal deletes the tree at once.
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 0U);
+  EXPECT_NO_THROW(broker_->RemoveProvider(kTestEp));
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 5s)) << tree;
   std::printf(
       "daemon RSS: %ld kB at start, %ld kB holding 65 sessions, %ld kB after; fds %ld -> %ld\n",
       rss_start, rss_full, rss_kb(pid), fds_start, fd_count(pid));
@@ -442,7 +481,15 @@ TEST_F(BusAttackTest, ClientsVanishingMidCallLeaveNoSessionOrLease) {
   EXPECT_GT(granted, 0U);
   release(*conn_, probe);
   EXPECT_TRUE(wait_until([&] { return broker_->DaemonState() == "idle"; }, 60s));
-  EXPECT_NO_THROW(broker_->RemoveProvider(kTestEp));  // no lease left behind
+  // No lease left behind: none counted (test-ep, nor bulk-ep that some installed),
+  // and a removal deletes test-ep's tree at once.
+  const Dicts rows = broker_->ListProviders();
+  EXPECT_EQ(all_leases(rows), 0U);
+  const std::string version = str(provider(kTestEp), "version");
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 0U);
+  EXPECT_NO_THROW(broker_->RemoveProvider(kTestEp));
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 5s)) << tree;
   expect_unharmed(pid);
 }
 

@@ -1,12 +1,16 @@
-// Sessions through the bus: RequestSession's providers, the lease against
-// RemoveProvider (Busy), Release, a session ending when its owner leaves the bus
-// (killed with SIGKILL), and a session another client can neither release nor read.
+// Sessions through the bus: RequestSession's providers, the lease they hold
+// (ListProviders' versions[].leases; RemoveProvider takes effect for new sessions
+// at once, the leased files go with the last lease), Release, a session ending when
+// its owner leaves the bus (killed with SIGKILL), and a session another client can
+// neither release nor read.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
+#include <string>
 
 #include "tests/daemon/integration/fixture.hpp"
 
@@ -15,7 +19,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kBusy = "org.epbroker.Error.Busy";
 const std::string kNotFound = "org.epbroker.Error.NotFound";
 // An ended session answers NotFound until its object is removed (promptly, but
 // asynchronously), then the bus answers UnknownObject: both mean "gone".
@@ -26,6 +29,27 @@ bool is_gone(const std::string& error_name) {
 void release(sdbus::IConnection& conn, const std::string& session) {
   auto proxy = sdbus::createProxy(conn, kBrokerName, session);
   proxy->callMethod("Release").onInterface(kSessionInterface);
+}
+
+// How many sessions lease `version` as a ListProviders row's versions[] says;
+// nullopt when the row lists no such version (not installed: its files are gone).
+std::optional<std::uint32_t> leases_of(const Dict& row, const std::string& version) {
+  const auto it = row.find("versions");
+  if (it == row.end()) return std::nullopt;
+  for (const auto& v : it->second.get<Dicts>()) {
+    if (str(v, "version") == version) return v.at("leases").get<std::uint32_t>();
+  }
+  return std::nullopt;
+}
+
+// The role of `version` in a ListProviders row's versions[] ("" when not listed).
+std::string role_of(const Dict& row, const std::string& version) {
+  const auto it = row.find("versions");
+  if (it == row.end()) return "";
+  for (const auto& v : it->second.get<Dicts>()) {
+    if (str(v, "version") == version) return str(v, "role");
+  }
+  return "";
 }
 
 using Interfaces = std::map<std::string, std::map<std::string, sdbus::Variant>>;
@@ -69,10 +93,12 @@ TEST_F(CatalogTest, SessionLeasesProvidersUntilReleased) {
   const Dict& p = providers[0];
   EXPECT_EQ(str(p, "name"), kTestEp);
   EXPECT_EQ(str(p, "state"), "ready");
+  const std::string version = str(p, "version");
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
   EXPECT_EQ(strs(p, "ep_names"), std::vector<std::string>{"EpbrokerTestEp"});
   const fs::path library = str(p, "library_path");
   EXPECT_TRUE(fs::is_regular_file(library)) << library;
-  EXPECT_TRUE(library.string().starts_with(bus_->store_dir().string())) << library;
+  EXPECT_TRUE(library.string().starts_with(tree.string() + "/")) << library;
   EXPECT_FALSE(strs(p, "devices").empty());
   // Listed by the ObjectManager (registered before any next call of ours), with
   // nothing to read: what it leases was told in the reply alone.
@@ -82,15 +108,30 @@ TEST_F(CatalogTest, SessionLeasesProvidersUntilReleased) {
   EXPECT_TRUE(entry->at(kSessionInterface).empty());
   EXPECT_EQ(broker_->DaemonState(), "busy");
 
-  // Leased: not removable, the files stay.
-  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), kBusy);
-  EXPECT_TRUE(fs::is_regular_file(library));
+  // Leased: the granted version counts this one session.
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
 
-  // Released: removable; the session object is gone.
+  // Removed while leased: gone for new sessions at once, but the leased files stay.
+  broker_->RemoveProvider(kTestEp);
+  EXPECT_TRUE(fs::is_regular_file(library));
+  const Dict removed = provider(kTestEp);
+  EXPECT_EQ(str(removed, "state"), "available");
+  EXPECT_EQ(role_of(removed, version), "removing");
+  EXPECT_EQ(leases_of(removed, version), 1U);
+  // A new session does not get it (nor lease it).
+  const auto [second, offered] = broker_->RequestSession(opts);
+  ASSERT_EQ(offered.size(), 1U);
+  EXPECT_NE(str(offered[0], "state"), "ready");
+  EXPECT_FALSE(offered[0].contains("library_path"));
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
+  release(*conn_, second);
+
+  // Released: the session object is gone, and the files with its lease.
   release(*conn_, session);
   EXPECT_TRUE(is_gone(error_name_of([&] { release(*conn_, session); })));
-  broker_->RemoveProvider(kTestEp);
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 5s)) << tree;
   EXPECT_FALSE(fs::exists(library));
+  EXPECT_EQ(leases_of(provider(kTestEp), version), std::nullopt);
   EXPECT_EQ(str(provider(kTestEp), "state"), "available");
   EXPECT_TRUE(wait_until([&] { return broker_->DaemonState() == "idle"; }, 5s));
 }
@@ -123,18 +164,24 @@ TEST_F(CatalogTest, OwnerLeavingTheBusEndsItsLease) {
   const std::string session = first->substr(std::string("session ").size());
   EXPECT_EQ(holder.read_line(10s).value_or(""), "provider test-ep ready");
   EXPECT_EQ(holder.read_line(10s).value_or(""), "holding");
-  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), kBusy);
+  // Its one lease, on the current version.
+  const Dict row = provider(kTestEp);
+  const std::string version = str(row, "version");
+  const fs::path library = str(row, "library_path");
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_EQ(leases_of(row, version), 1U);
 
-  // Killed without a word: the bus tells the daemon, which ends the session.
+  // Removed while it holds the lease: the files stay for it.
+  broker_->RemoveProvider(kTestEp);
+  EXPECT_EQ(str(provider(kTestEp), "state"), "available");
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
+  EXPECT_TRUE(fs::is_regular_file(library)) << library;
+
+  // Killed without a word: the bus tells the daemon, which ends the session, and
+  // with its lease the files go.
   holder.kill_and_wait(SIGKILL);
-  std::string last_error;
-  EXPECT_TRUE(wait_until(
-      [&] {
-        last_error = error_name_of([&] { broker_->RemoveProvider(kTestEp); });
-        return last_error.empty();
-      },
-      10s))
-      << "still " << last_error;
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 10s)) << tree << " still there";
+  EXPECT_EQ(leases_of(provider(kTestEp), version), std::nullopt);
   EXPECT_EQ(str(provider(kTestEp), "state"), "available");
   EXPECT_TRUE(wait_until([&] { return !listed(*conn_, session).has_value(); }, 10s));
   EXPECT_TRUE(is_gone(error_name_of([&] { release(*conn_, session); })));
@@ -147,15 +194,19 @@ TEST_F(CatalogTest, AnotherClientsSessionCannotBeReleasedOrRead) {
   std::map<std::string, sdbus::Variant> opts;
   opts.emplace("providers", sdbus::Variant(std::vector<std::string>{kTestEp}));
   const auto [session, providers] = broker_->RequestSession(opts);
+  ASSERT_EQ(providers.size(), 1U);
+  const std::string version = str(providers[0], "version");
+  ASSERT_EQ(leases_of(provider(kTestEp), version), 1U);
 
   // A second client of the same uid: NotFound, and the lease holds.
   auto other = bus_->connect();
   EXPECT_EQ(error_name_of([&] { release(*other, session); }), kNotFound);
-  EXPECT_EQ(error_name_of([&] { broker_->RemoveProvider(kTestEp); }), kBusy);
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
   // Another process too (bus_client exits 1 printing the error).
   const auto r = run_command({bus_client_path().string(), bus_->address(), "release", session});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(r.out.starts_with("error " + kNotFound)) << r.out << r.err;
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
   // Nor can it read anything about it: no properties, no owner, no leases.
   EXPECT_TRUE(all_properties(*other, session).empty());
   EXPECT_FALSE(error_name_of([&] {
@@ -166,8 +217,12 @@ TEST_F(CatalogTest, AnotherClientsSessionCannotBeReleasedOrRead) {
   ASSERT_TRUE(seen.has_value());
   EXPECT_TRUE(seen->at(kSessionInterface).empty());
 
+  // Its owner's release ends the lease: nothing keeps the files from a removal.
   release(*conn_, session);
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 0U);
   broker_->RemoveProvider(kTestEp);
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 5s)) << tree;
 }
 
 }  // namespace
