@@ -10,6 +10,7 @@
 #include "catalog/canonical_json.hpp"
 #include "catalog/crypto/hash.hpp"
 #include "catalog/ep_metadata.hpp"
+#include "catalog/package/extract.hpp"
 #include "catalog/package/pack.hpp"
 #include "catalog/tuf/repository.hpp"
 
@@ -73,14 +74,11 @@ TestCatalog::TestCatalog() {
   const fs::path work = tmp_ / "work";
   fs::create_directories(work);
 
-  auto repo = ok_or_throw(catalog::tuf::Repository::create(now), "create repository");
-  auto add = [&](const catalog::EpMetadata& meta, const fs::path& package) {
-    auto bytes = ok_or_throw(catalog::read_file(package, std::uint64_t{1} << 30), "read package");
-    const std::string path = meta.name + "/" + package.filename().string();
-    targets_[meta.name] = {
-        meta.name,   meta.version.text, path, bytes.size(), catalog::crypto::sha256_hex(bytes),
-        meta.library};
-    ok_or_throw(repo.add_target(path, std::move(bytes), catalog::to_json(meta)), "add " + path);
+  repo_ = ok_or_throw(catalog::tuf::Repository::create(now), "create repository");
+  auto add = [&](const catalog::EpMetadata& meta, const fs::path& package, const fs::path& dir) {
+    add_target(meta, package);
+    targets_[meta.name] = versions_.at({meta.name, meta.version.text});
+    sources_[meta.name] = {dir, package, meta};
   };
 
   // 1. test-ep: the built package, else a stand-in with its metadata.
@@ -89,6 +87,7 @@ TestCatalog::TestCatalog() {
       catalog::parse_ep_metadata_text(ok_or_throw(catalog::read_file(ep_json, 1 << 20), "ep.json")),
       "ep.json");
   fs::path test_package;
+  const fs::path test_dir = work / "test-ep";  // the real package's files: extracted when needed
 #ifdef EPBROKER_TEST_EP_PACKAGE
   if (fs::exists(EPBROKER_TEST_EP_PACKAGE)) {
     test_package = EPBROKER_TEST_EP_PACKAGE;
@@ -96,14 +95,14 @@ TestCatalog::TestCatalog() {
   }
 #endif
   if (test_package.empty()) {
-    const fs::path dir = work / "test-ep";
-    fs::create_directories((dir / test_meta.library).parent_path());
-    ok_or_throw(catalog::atomic_write_file(dir / test_meta.library, noise(256 * 1024, 1)),
+    fs::create_directories((test_dir / test_meta.library).parent_path());
+    ok_or_throw(catalog::atomic_write_file(test_dir / test_meta.library, noise(256 * 1024, 1)),
                 "stand-in library");
     test_package = work / "test-ep-0.1.0.tar.zst";
-    ok_or_throw(catalog::package::pack_directory(dir, test_meta, test_package), "pack test-ep");
+    ok_or_throw(catalog::package::pack_directory(test_dir, test_meta, test_package),
+                "pack test-ep");
   }
-  add(test_meta, test_package);
+  add(test_meta, test_package, test_dir);
 
   // 2. bulk-ep and foreign-ep, packed here.
   const std::string arch = machine_arch();
@@ -118,13 +117,54 @@ TestCatalog::TestCatalog() {
     const auto meta = metadata(name, "1.0.0", pkg_arch, library);
     const fs::path package = work / (name + "-1.0.0.tar.zst");
     ok_or_throw(catalog::package::pack_directory(dir, meta, package), "pack " + name);
-    add(meta, package);
+    add(meta, package, dir);
   }
 
   // 3. Sign, publish, serve.
-  ok_or_throw(repo.publish(catalog::tuf::directory_writer(repo_dir()), now), "publish");
+  ok_or_throw(repo_.publish(catalog::tuf::directory_writer(repo_dir()), now), "publish");
   faults_ = std::make_unique<support::HttpServer>(repo_dir());
   server_ = std::make_unique<support::NginxServer>(repo_dir(), faults_->port());
+}
+
+void TestCatalog::add_target(const catalog::EpMetadata& meta, const fs::path& package) {
+  auto bytes = ok_or_throw(catalog::read_file(package, std::uint64_t{1} << 30), "read package");
+  const std::string path = meta.name + "/" + package.filename().string();
+  versions_[{meta.name, meta.version.text}] = {
+      meta.name,   meta.version.text, path, bytes.size(), catalog::crypto::sha256_hex(bytes),
+      meta.library};
+  ok_or_throw(repo_.add_target(path, std::move(bytes), catalog::to_json(meta)), "add " + path);
+}
+
+void TestCatalog::publish() {
+  const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  ok_or_throw(repo_.publish(catalog::tuf::directory_writer(repo_dir()), now), "publish");
+}
+
+void TestCatalog::publish_version(const std::string& name, const std::string& version,
+                                  const std::string& ort_min) {
+  const auto it = sources_.find(name);
+  if (it == sources_.end()) throw std::runtime_error("TestCatalog: no package " + name);
+  Source& src = it->second;
+  if (!fs::exists(src.dir)) {
+    // The real test-ep: its files as packed (modes included) from its package.
+    fs::create_directories(src.dir);
+    ok_or_throw(catalog::package::extract_package(src.package, src.dir), "extract " + name);
+  }
+  nlohmann::json custom = catalog::to_json(src.meta);
+  custom["epbroker"]["version"] = version;
+  if (!ort_min.empty()) custom["epbroker"]["ort_min"] = ort_min;
+  const auto meta = ok_or_throw(catalog::parse_ep_metadata(custom), name + " " + version);
+  const fs::path package = tmp_ / "work" / (name + "-" + version + ".tar.zst");
+  ok_or_throw(catalog::package::pack_directory(src.dir, meta, package), "pack " + name);
+  add_target(meta, package);
+  publish();
+}
+
+void TestCatalog::withdraw(const std::string& name, const std::string& version) {
+  const std::string path = name + "/" + name + "-" + version + ".tar.zst";
+  ok_or_throw(repo_.remove_target(path), "remove " + path);
+  versions_.erase({name, version});
+  publish();
 }
 
 void TestCatalog::add_to(PrivateBus& bus, const std::string& remote) const {

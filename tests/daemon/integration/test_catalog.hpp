@@ -12,6 +12,10 @@
 //   bulk-ep     1.0.0  4 MiB of incompressible bytes: downloads long enough to
 //                      watch (progress, two callers sharing one job); compatible
 //   foreign-ep  1.0.0  built for the other architecture: listed "incompatible"
+//
+// publish_version() adds further versions of these (the same files, other EP
+// metadata) and withdraw() removes one; each publishes a new repository state,
+// which a refresh then sees.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +23,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "catalog/ep_metadata.hpp"
+#include "catalog/tuf/repository.hpp"
 #include "tests/daemon/integration/private_bus.hpp"
 #include "tests/support/http_server.hpp"
 #include "tests/support/nginx_server.hpp"
@@ -55,7 +62,12 @@ class TestCatalog {
   // The root clients trust on first use: metadata/1.root.json.
   std::filesystem::path trusted_root() const { return repo_dir() / "metadata/1.root.json"; }
   std::filesystem::path repo_dir() const { return tmp_ / "repo"; }
+  // The version the constructor published of `name`.
   const CatalogTarget& target(const std::string& name) const { return targets_.at(name); }
+  // A version of `name` published by the constructor or publish_version().
+  const CatalogTarget& target(const std::string& name, const std::string& version) const {
+    return versions_.at({name, version});
+  }
   // Whether test-ep is the package built from ep-packages/test-ep.
   bool real_test_ep() const { return real_test_ep_; }
 
@@ -66,9 +78,33 @@ class TestCatalog {
   void add_as_mirror(PrivateBus& bus, const std::string& primary_base,
                      const std::string& remote = "test") const;
 
+  // Packs version `version` of package `name` (one the constructor published):
+  // the same files as that package (test-ep's extracted from its package), its
+  // EP metadata with `version`, and `ort_min` when not empty; adds it as target
+  // "NAME/NAME-VERSION.tar.zst" (replacing one of that version) and publishes a
+  // new signed repository state, served at once. Throws std::runtime_error.
+  void publish_version(const std::string& name, const std::string& version,
+                       const std::string& ort_min = "");
+  // Removes target "NAME/NAME-VERSION.tar.zst" (any version, the constructor's
+  // too) and publishes a new state. Throws std::runtime_error.
+  void withdraw(const std::string& name, const std::string& version);
+
  private:
+  // What a package was packed from, for publish_version().
+  struct Source {
+    std::filesystem::path dir;      // its files; empty until extracted from `package`
+    std::filesystem::path package;  // the constructor's package file
+    catalog::EpMetadata meta;       // the constructor's metadata
+  };
+
+  void add_target(const catalog::EpMetadata& meta, const std::filesystem::path& package);
+  void publish();
+
   support::TempDir tmp_;
+  catalog::tuf::Repository repo_;
   std::map<std::string, CatalogTarget> targets_;
+  std::map<std::pair<std::string, std::string>, CatalogTarget> versions_;
+  std::map<std::string, Source> sources_;
   bool real_test_ep_ = false;
   std::unique_ptr<support::HttpServer> faults_;   // behind nginx for "/__" paths
   std::unique_ptr<support::NginxServer> server_;  // destroyed first
