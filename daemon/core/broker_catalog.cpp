@@ -206,8 +206,11 @@ std::vector<ProviderView> Broker::compute_providers() const {
       for (const auto& pv : plan.versions) {
         v.versions.push_back({pv.version, pv.role, pv.reason, pv.leases});
       }
-      const auto cur = catalog::parse_version(plan.current);
-      if (newest && (!cur || *cur < newest->meta.version.value) && !plan.current.empty()) {
+      // Against the current version; with none (all revoked), the newest installed.
+      const auto cur =
+          catalog::parse_version(plan.current.empty() ? installed.front().version() : plan.current);
+      const bool removed = plan.current.empty() && !lc.removing.empty();
+      if (newest && !removed && (!cur || *cur < newest->meta.version.value)) {
         v.update_available = newest->meta.version.text;
       }
       v.held = lc.held;

@@ -329,15 +329,26 @@ void Broker::after_refresh() {
   }
   for (const auto& name : names) {
     std::string current;
+    std::string base;  // what the new version must be newer than
     {
       std::lock_guard lock(life_mu_);
       const auto lc = lifecycle_.get(name);
       if (lc.held) continue;
       current = plan_locked(name).current;
+      base = current;
+      // No current version: removed or incompatible ones are left alone; a
+      // package whose every version was revoked gets the fix its publisher
+      // released since.
+      const auto installed = store_.versions(name);
+      if (current.empty()) {
+        const bool all_revoked = std::all_of(installed.begin(), installed.end(),
+                                             [&](auto& p) { return lc.is_revoked(p.version()); });
+        if (!all_revoked || installed.empty()) continue;
+        base = installed.front().version();
+      }
     }
-    if (current.empty()) continue;  // removed, revoked, or never made current
     auto entry = newest_entry(name, nullptr);
-    const auto cur = catalog::parse_version(current);
+    const auto cur = catalog::parse_version(base);
     if (!entry || !cur || !(*cur < entry->meta.version.value)) continue;
     const bool install = mode == config::AutoUpdate::install;
     if (!install && store_.find(name, entry->meta.version.text)) continue;  // downloaded already

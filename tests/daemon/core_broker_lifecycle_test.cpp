@@ -78,13 +78,11 @@ class LifecycleTest : public ::testing::Test {
     const auto meta = metadata(version, ort_min);
     auto packed = catalog::package::pack_directory(dir, meta, package);
     ASSERT_TRUE(packed) << packed.error().message;
-    auto added =
-        repo_.add_target(target(version), tests::support::read_file(package), catalog::to_json(meta));
+    auto added = repo_.add_target(target(version), tests::support::read_file(package),
+                                  catalog::to_json(meta));
     ASSERT_TRUE(added) << added.error().message;
   }
-  void withdraw(const std::string& version) {
-    ASSERT_TRUE(repo_.remove_target(target(version)));
-  }
+  void withdraw(const std::string& version) { ASSERT_TRUE(repo_.remove_target(target(version))); }
   void publish() {
     auto ok = repo_.publish(catalog::tuf::directory_writer(tmp_ / "repo"), now_tp());
     ASSERT_TRUE(ok) << ok.error().message;
@@ -333,10 +331,10 @@ TEST_F(LifecycleTest, HoldRollbackDowngradeAndHistory) {
     seen.push_back(std::string(common::history_action_name(e.action)) + " " + e.from + ">" + e.to +
                    " " + e.result);
   }
-  const std::vector<std::string> expected = {
-      "install >1.2.0 ok",       "hold 1.2.0>1.2.0 ok",     "unhold 1.2.0>1.2.0 ok",
-      "update 1.2.0>1.3.0 ok",   "rollback 1.3.0>1.2.0 ok", "unhold 1.2.0>1.2.0 ok",
-      "update 1.2.0>1.3.0 ok",   "downgrade 1.3.0>1.2.0 ok"};
+  const std::vector<std::string> expected = {"install >1.2.0 ok",       "hold 1.2.0>1.2.0 ok",
+                                             "unhold 1.2.0>1.2.0 ok",   "update 1.2.0>1.3.0 ok",
+                                             "rollback 1.3.0>1.2.0 ok", "unhold 1.2.0>1.2.0 ok",
+                                             "update 1.2.0>1.3.0 ok",   "downgrade 1.3.0>1.2.0 ok"};
   EXPECT_EQ(seen, expected);
   start();
   EXPECT_EQ(broker_->history(kEp).size(), expected.size());
@@ -474,11 +472,11 @@ TEST_F(LifecycleTest, UnprivilegedSessionsDoNotBlockRemoval) {
 
   ASSERT_TRUE(broker_->remove_provider(root_, kEp));
   EXPECT_EQ(role_of("1.2.0"), VersionRole::removing);
-  EXPECT_TRUE(fs::exists(library));               // the app's files stay ...
-  EXPECT_EQ(granted("", ":1.81"), "(none)");      // ... but nobody new gets them
+  EXPECT_TRUE(fs::exists(library));           // the app's files stay ...
+  EXPECT_EQ(granted("", ":1.81"), "(none)");  // ... but nobody new gets them
   release(":1.81");
   release(":1.80");
-  EXPECT_FALSE(fs::exists(library));              // gone with the last lease
+  EXPECT_FALSE(fs::exists(library));  // gone with the last lease
   EXPECT_TRUE(trees().empty());
 
   // --now: gone at once, lease or not.
@@ -547,6 +545,45 @@ TEST_F(LifecycleTest, ConcurrentUpdateRemoveAndGcAreSerialized) {
     install();
     EXPECT_EQ(row().state, ProviderState::ready);
   }
+}
+
+// The publisher starts over with a new root (new keys) and the admin installs it
+// as the remote's trusted_root: the refresh says why it fails and how to
+// re-anchor; remote reset does.
+TEST_F(LifecycleTest, AChangedTrustedRootIsNamedAndRemoteResetReanchors) {
+  add("1.2.0");
+  publish();
+  start();
+  refresh();
+  install();
+
+  auto fresh = catalog::tuf::Repository::create(now_tp());
+  ASSERT_TRUE(fresh) << fresh.error().message;
+  repo_ = std::move(*fresh);
+  add("1.3.0");
+  publish();  // over the old one: metadata/1.root.json is the new root now
+
+  auto id = broker_->refresh(root_);
+  ASSERT_TRUE(id);
+  ASSERT_EQ(finish(*id), JobState::failed);
+  const auto error = broker_->jobs().find(*id)->snapshot().error;
+  ASSERT_TRUE(error);
+  EXPECT_NE(error->message.find("epbrokerctl remote reset test"), std::string::npos)
+      << error->message;
+  EXPECT_EQ(row().version, "1.2.0");  // the old catalog is kept meanwhile
+
+  EXPECT_EQ(broker_->reset_remote(RequestContext{1000, ":1.5"}, "test").error().code,
+            Errc::NotAuthorized);
+  EXPECT_EQ(broker_->reset_remote(root_, "nope").error().code, Errc::NotFound);
+  ASSERT_TRUE(broker_->reset_remote(root_, "test"));
+  refresh();
+  // The new repository lists only 1.3.0: 1.2.0 is revoked, 1.3.0 offered.
+  EXPECT_EQ(row().state, ProviderState::revoked);
+  EXPECT_EQ(row().update_available, "1.3.0");
+  EXPECT_EQ(broker_->history("test").back().action, HistoryAction::remote_reset);
+  update();
+  EXPECT_EQ(row().version, "1.3.0");
+  EXPECT_EQ(row().state, ProviderState::ready);
 }
 
 }  // namespace
