@@ -275,6 +275,7 @@ class Broker {
                              const std::string& from, const std::string& version,
                              common::HistoryAction action, const std::string& reason);
   void save_lifecycle_locked();
+  Result<void> set_hold(const RequestContext& ctx, const std::string& name, bool held);
   void record(const RequestContext& ctx, common::HistoryAction action, const std::string& name,
               const std::string& from, const std::string& to, const std::string& result,
               const std::string& reason);

@@ -137,26 +137,14 @@ std::vector<VersionRef> Broker::collect_locked(const RequestContext& ctx, const 
 }
 
 Result<void> Broker::hold(const RequestContext& ctx, const std::string& name) {
-  if (!valid_name(name)) return fail(Errc::InvalidArgument, "invalid package name");
-  if (auto ok = options_.authorizer->check(ctx, Action::hold); !ok) return ok;
-  {
-    std::lock_guard lock(life_mu_);
-    if (store_.versions(name).empty()) return fail(Errc::NotFound, name + " is not installed");
-    auto& lc = lifecycle_.at(name);
-    const bool was = lc.held;
-    lc.held = true;
-    lc.hold_reason.clear();
-    save_lifecycle_locked();
-    const std::string cur = plan_locked(name).current;
-    record(ctx, HistoryAction::hold, name, cur, cur, "ok",
-           was ? "held already" : "updates skip it until unhold");
-  }
-  invalidate_providers();
-  if (listener_) listener_->providers_changed();
-  return {};
+  return set_hold(ctx, name, true);
 }
 
 Result<void> Broker::unhold(const RequestContext& ctx, const std::string& name) {
+  return set_hold(ctx, name, false);
+}
+
+Result<void> Broker::set_hold(const RequestContext& ctx, const std::string& name, bool held) {
   if (!valid_name(name)) return fail(Errc::InvalidArgument, "invalid package name");
   if (auto ok = options_.authorizer->check(ctx, Action::hold); !ok) return ok;
   {
@@ -164,12 +152,13 @@ Result<void> Broker::unhold(const RequestContext& ctx, const std::string& name) 
     if (store_.versions(name).empty()) return fail(Errc::NotFound, name + " is not installed");
     auto& lc = lifecycle_.at(name);
     const bool was = lc.held;
-    lc.held = false;
-    lc.hold_reason.clear();
+    lc.held = held;
+    lc.hold_reason.clear();  // the admin's own hold (or none) from now on
     save_lifecycle_locked();
     const std::string cur = plan_locked(name).current;
-    record(ctx, HistoryAction::unhold, name, cur, cur, "ok",
-           was ? "updates may change it again" : "was not held");
+    const char* reason = held ? (was ? "held already" : "updates skip it until unhold")
+                              : (was ? "updates may change it again" : "was not held");
+    record(ctx, held ? HistoryAction::hold : HistoryAction::unhold, name, cur, cur, "ok", reason);
   }
   invalidate_providers();
   if (listener_) listener_->providers_changed();

@@ -26,27 +26,6 @@ constexpr uid_t kNobody = 65534;
 
 using Options = std::map<std::string, sdbus::Variant>;
 
-// How many sessions lease `version` as a ListProviders row's versions[] says;
-// nullopt when the row lists no such version (not installed: its files are gone).
-std::optional<std::uint32_t> leases_of(const Dict& row, const std::string& version) {
-  const auto it = row.find("versions");
-  if (it == row.end()) return std::nullopt;
-  for (const auto& v : it->second.get<Dicts>()) {
-    if (str(v, "version") == version) return v.at("leases").get<std::uint32_t>();
-  }
-  return std::nullopt;
-}
-
-// A copy of the bus_client that other uids may execute (the build tree may be private).
-fs::path client_for_others(const PrivateBus& bus) {
-  const fs::path client = bus.root() / "bin/bus_client";
-  fs::create_directories(client.parent_path());
-  fs::copy_file(bus_client_path(), client, fs::copy_options::overwrite_existing);
-  chmod(client.parent_path().c_str(), 0755);
-  chmod(client.c_str(), 0755);
-  return client;
-}
-
 // bus_client ADDRESS args... as uid = gid = `uid`, no supplementary groups.
 CommandResult run_as(uid_t uid, const fs::path& client, const std::string& address,
                      std::vector<std::string> args) {

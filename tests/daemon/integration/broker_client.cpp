@@ -129,4 +129,22 @@ std::optional<Dict> find_named(const Dicts& list, const std::string& name) {
   return std::nullopt;
 }
 
+std::optional<std::uint32_t> leases_of(const Dict& row, const std::string& version) {
+  const auto it = row.find("versions");
+  if (it == row.end()) return std::nullopt;
+  for (const auto& v : it->second.get<Dicts>()) {
+    if (str(v, "version") == version) return v.at("leases").get<std::uint32_t>();
+  }
+  return std::nullopt;
+}
+
+std::string role_of(const Dict& row, const std::string& version) {
+  const auto it = row.find("versions");
+  if (it == row.end()) return "";
+  for (const auto& v : it->second.get<Dicts>()) {
+    if (str(v, "version") == version) return str(v, "role");
+  }
+  return "";
+}
+
 }  // namespace tests::daemon

@@ -81,5 +81,10 @@ std::vector<std::string> strs(const Dict& d, const std::string& key);
 std::uint64_t u64(const Dict& d, const std::string& key);
 // The dict whose "name" is `name`, if any.
 std::optional<Dict> find_named(const Dicts& list, const std::string& name);
+// How many sessions lease `version`, as a ListProviders row's versions[] says;
+// nullopt when the row lists no such version (not installed: its files are gone).
+std::optional<std::uint32_t> leases_of(const Dict& row, const std::string& version);
+// The role of `version` in a ListProviders row's versions[] ("" when not listed).
+std::string role_of(const Dict& row, const std::string& version);
 
 }  // namespace tests::daemon

@@ -55,17 +55,6 @@ void release(sdbus::IConnection& conn, const std::string& session) {
       .onInterface(kSessionInterface);
 }
 
-// How many sessions lease `version` as a ListProviders row's versions[] says;
-// nullopt when the row lists no such version (not installed: its files are gone).
-std::optional<std::uint32_t> leases_of(const Dict& row, const std::string& version) {
-  const auto it = row.find("versions");
-  if (it == row.end()) return std::nullopt;
-  for (const auto& v : it->second.get<Dicts>()) {
-    if (str(v, "version") == version) return v.at("leases").get<std::uint32_t>();
-  }
-  return std::nullopt;
-}
-
 // Leases of every installed version of every package ListProviders lists.
 std::uint64_t all_leases(const Dicts& rows) {
   std::uint64_t n = 0;
@@ -511,16 +500,6 @@ TEST_F(BusAttackTest, RepeatedJobsLeaveNoThreadBehind) {
     EXPECT_LT(vm_end - vm_start, kJobs / 4 * 8 * 1024);
   }
   expect_unharmed(pid);
-}
-
-// A copy of the bus_client that other uids may execute (the build tree may be private).
-fs::path client_for_others(const PrivateBus& bus) {
-  const fs::path client = bus.root() / "bin/bus_client";
-  fs::create_directories(client.parent_path());
-  fs::copy_file(bus_client_path(), client, fs::copy_options::overwrite_existing);
-  chmod(client.parent_path().c_str(), 0755);
-  chmod(client.c_str(), 0755);
-  return client;
 }
 
 TEST_F(BusAttackTest, AnotherUidCannotCancelAJobItDidNotStart) {

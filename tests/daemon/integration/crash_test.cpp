@@ -13,21 +13,13 @@
 #include <thread>
 
 #include "tests/daemon/integration/fixture.hpp"
+#include "tests/daemon/integration/proc_stats.hpp"
 
 namespace tests::daemon {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-// Running (a zombie, not yet reaped by dbus-daemon, counts as gone).
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const auto paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-}
 
 TEST_F(CatalogTest, KillNineDuringInstallsLeavesEveryTreeVerifiableAndTheInstallRepeatable) {
   start();

@@ -18,6 +18,7 @@
 
 #include "tests/daemon/integration/fixture.hpp"
 #include "tests/daemon/integration/hostile_repo.hpp"
+#include "tests/daemon/integration/proc_stats.hpp"
 #include "tests/support/ports.hpp"
 
 namespace tests::daemon {
@@ -27,15 +28,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
-
-// Running (a zombie not yet reaped counts as gone).
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const auto paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-}
 
 class FaultsTest : public CatalogTest {
  protected:

@@ -62,16 +62,6 @@ TEST_F(BrokerTest, IntrospectionListsTheLifecycleMethods) {
   for (const auto& w : want) EXPECT_EQ(methods[w[0]], w) << r.out;
 }
 
-// A copy of the bus_client that other uids may execute (the build tree may be private).
-fs::path client_for_others(const PrivateBus& bus) {
-  const fs::path client = bus.root() / "bin/bus_client";
-  fs::create_directories(client.parent_path());
-  fs::copy_file(bus_client_path(), client, fs::copy_options::overwrite_existing);
-  chmod(client.parent_path().c_str(), 0755);
-  chmod(client.c_str(), 0755);
-  return client;
-}
-
 class LifecycleBusTest : public CatalogTest {
  protected:
   // test-ep installed and current.

@@ -25,6 +25,7 @@
 
 #include "tests/daemon/integration/fixture.hpp"
 #include "tests/daemon/integration/hostile_repo.hpp"
+#include "tests/daemon/integration/proc_stats.hpp"
 
 namespace tests::daemon {
 namespace {
@@ -32,15 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Options = std::map<std::string, sdbus::Variant>;
-
-// Running (a zombie, not yet reaped by dbus-daemon, counts as gone).
-bool alive(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  if (!std::getline(stat, line)) return false;
-  const auto paren = line.rfind(')');
-  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
-}
 
 class LifecycleCrashTest : public CatalogTest {
  protected:

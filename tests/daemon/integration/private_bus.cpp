@@ -27,6 +27,15 @@ using Clock = std::chrono::steady_clock;
 fs::path epbrokerd_path() { return EPBROKER_EPBROKERD_PATH; }
 fs::path bus_client_path() { return EPBROKER_BUS_CLIENT_PATH; }
 
+fs::path client_for_others(const PrivateBus& bus) {
+  const fs::path client = bus.root() / "bin/bus_client";
+  fs::create_directories(client.parent_path());
+  fs::copy_file(bus_client_path(), client, fs::copy_options::overwrite_existing);
+  ::chmod(client.parent_path().c_str(), 0755);
+  ::chmod(client.c_str(), 0755);
+  return client;
+}
+
 namespace {
 
 constexpr auto kBusStartTimeout = 10s;

@@ -53,6 +53,10 @@ inline constexpr const char* kSessionInterface = "org.epbroker.Session1";
 // The built binaries (compile definitions set by CMake).
 std::filesystem::path epbrokerd_path();
 std::filesystem::path bus_client_path();  // tests/daemon/integration/bus_client.cpp
+class PrivateBus;
+// A copy of bus_client under `bus`'s root that other uids may execute (the build
+// tree may be private to its owner).
+std::filesystem::path client_for_others(const PrivateBus& bus);
 
 // What a finished child process left.
 struct CommandResult {

@@ -20,6 +20,15 @@ inline long status_kb(pid_t pid, const std::string& field) {
   return -1;
 }
 
+// Whether `pid` runs (a zombie, not yet reaped by its parent, counts as gone).
+inline bool alive(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return false;
+  const auto paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] != 'Z';
+}
+
 // Resident memory (VmRSS) of `pid` in kB; -1 when the process is gone.
 inline long rss_kb(pid_t pid) { return status_kb(pid, "VmRSS"); }
 

@@ -2,7 +2,7 @@
 // (ListProviders' versions[].leases; RemoveProvider takes effect for new sessions
 // at once, the leased files go with the last lease), Release, a session ending when
 // its owner leaves the bus (killed with SIGKILL), and a session another client can
-// neither release nor read.
+// neither release nor read; leases of a running app kept across a daemon restart.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -29,27 +29,6 @@ bool is_gone(const std::string& error_name) {
 void release(sdbus::IConnection& conn, const std::string& session) {
   auto proxy = sdbus::createProxy(conn, kBrokerName, session);
   proxy->callMethod("Release").onInterface(kSessionInterface);
-}
-
-// How many sessions lease `version` as a ListProviders row's versions[] says;
-// nullopt when the row lists no such version (not installed: its files are gone).
-std::optional<std::uint32_t> leases_of(const Dict& row, const std::string& version) {
-  const auto it = row.find("versions");
-  if (it == row.end()) return std::nullopt;
-  for (const auto& v : it->second.get<Dicts>()) {
-    if (str(v, "version") == version) return v.at("leases").get<std::uint32_t>();
-  }
-  return std::nullopt;
-}
-
-// The role of `version` in a ListProviders row's versions[] ("" when not listed).
-std::string role_of(const Dict& row, const std::string& version) {
-  const auto it = row.find("versions");
-  if (it == row.end()) return "";
-  for (const auto& v : it->second.get<Dicts>()) {
-    if (str(v, "version") == version) return str(v, "role");
-  }
-  return "";
 }
 
 using Interfaces = std::map<std::string, std::map<std::string, sdbus::Variant>>;
@@ -223,6 +202,42 @@ TEST_F(CatalogTest, AnotherClientsSessionCannotBeReleasedOrRead) {
   broker_->RemoveProvider(kTestEp);
   const fs::path tree = bus_->store_dir() / kTestEp / version;
   EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 5s)) << tree;
+}
+
+// The daemon is restarted (SIGTERM: systemctl restart, a package upgrade) while an
+// app holds a session: the next instance takes the app's lease again (its unique
+// name is still on the bus), so a removal keeps the app's files until the app
+// leaves, then deletes them.
+TEST_F(CatalogTest, LeasesOfRunningAppsSurviveADaemonRestart) {
+  start();
+  refresh();
+  install(kTestEp);
+  auto app = bus_->connect();
+  auto app_broker = std::make_unique<BrokerProxy>(*app);
+  std::map<std::string, sdbus::Variant> opts;
+  opts.emplace("providers", sdbus::Variant(std::vector<std::string>{kTestEp}));
+  const auto [session, providers] = app_broker->RequestSession(opts);
+  ASSERT_EQ(providers.size(), 1U);
+  ASSERT_EQ(str(providers[0], "state"), "ready");
+  const std::string version = str(providers[0], "version");
+  const fs::path tree = bus_->store_dir() / kTestEp / version;
+
+  const auto pid = bus_->broker_pid();
+  ASSERT_TRUE(pid.has_value());
+  ASSERT_EQ(kill(*pid, SIGTERM), 0);
+  ASSERT_TRUE(wait_until([&] { return !bus_->broker_pid().has_value(); }, 20s));
+
+  // A new instance (activated by this call) holds the app's lease again.
+  EXPECT_EQ(leases_of(provider(kTestEp), version), 1U);
+  ASSERT_NE(bus_->broker_pid(), pid);
+  broker_->RemoveProvider(kTestEp);
+  EXPECT_TRUE(fs::exists(tree)) << "removed under a running app";
+  EXPECT_EQ(role_of(provider(kTestEp), version), "removing");
+
+  // The app leaves the bus: its lease ends, and the files go.
+  app_broker.reset();
+  app.reset();
+  EXPECT_TRUE(wait_until([&] { return !fs::exists(tree); }, 10s)) << tree << " still there";
 }
 
 }  // namespace
