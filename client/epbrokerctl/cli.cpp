@@ -264,12 +264,15 @@ const CommandInfo* find_command(std::string_view name) {
 
 namespace {
 
+// A first check of the shape, so a typo is a usage error here (exit 2); the
+// daemon parses the version itself (catalog::parse_version: D(.D){0,3}(-S)?) and
+// refuses anything else with InvalidArgument.
 bool valid_version(std::string_view v) {
   if (v.empty() || v.size() > 64 || v.front() < '0' || v.front() > '9') return false;
   if (v.back() == '.' || v.find("..") != std::string_view::npos) return false;
   return std::all_of(v.begin(), v.end(), [](char c) {
     return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' ||
-           c == '-' || c == '+';
+           c == '-';
   });
 }
 

@@ -186,7 +186,10 @@ TEST(LifecycleArgs, NewCommandsAndTheirOptions) {
   EXPECT_EQ(inv.args, std::vector<std::string>{"test-ep"});
   EXPECT_EQ(inv.package_version, "");
   EXPECT_FALSE(inv.allow_older);
-  EXPECT_EQ(parsed({"install", "openvino@2025.1.0-rc1+b2"}).package_version, "2025.1.0-rc1+b2");
+  EXPECT_EQ(parsed({"install", "openvino@2025.1.0-rc1"}).package_version, "2025.1.0-rc1");
+  // Build metadata is not part of a package version (the daemon refuses it too).
+  EXPECT_NE(usage_error({"install", "openvino@2025.1.0+b2"}).find("not a version"),
+            std::string::npos);
 
   inv = parsed({"update"});
   EXPECT_TRUE(inv.args.empty());
