@@ -175,18 +175,7 @@ Result<UpdateChange> Broker::rollback(const RequestContext& ctx, const std::stri
     std::lock_guard lock(life_mu_);
     if (store_.versions(name).empty()) return fail(Errc::NotFound, name + " is not installed");
     const auto plan = plan_locked(name);
-    // The first version of `previous` the plan keeps for rollback (with no
-    // history, the newest older one).
-    std::string target;
-    for (const auto& v : plan.versions) {
-      if (v.role == common::VersionRole::rollback) {
-        if (target.empty()) target = v.version;
-        const auto& prev = lifecycle_.get(name).previous;
-        const auto pos = std::find(prev.begin(), prev.end(), v.version);
-        const auto best = std::find(prev.begin(), prev.end(), target);
-        if (pos < best) target = v.version;
-      }
-    }
+    const std::string target = plan.rollback;
     if (target.empty()) {
       return fail(Errc::NotFound, "no previous version of " + name + " is kept (keep_versions " +
                                       std::to_string(options_.config.daemon.keep_versions) + ")");

@@ -89,6 +89,8 @@ PackagePlan plan_package(const std::vector<InstalledVersion>& installed, const P
     }
   }
 
+  if (!rollback.empty()) plan.rollback = rollback.front();
+
   for (const auto* v : sorted) {
     VersionPlanEntry e;
     e.version = v->version.text;

@@ -50,6 +50,9 @@ struct PackagePlan {
   // The version new sessions of an app with a recent ORT get; "" when no
   // installed version is usable (none, all revoked, removed or incompatible).
   std::string current;
+  // What `rollback` makes current: the most recently current version kept for
+  // rollback ("" when none is kept).
+  std::string rollback;
   std::vector<VersionPlanEntry> versions;  // every installed version, newest first
 };
 
