@@ -1,5 +1,9 @@
 #include "catalog/canonical_json.hpp"
 
+#include <limits>
+
+#include "catalog/json_fields.hpp"
+
 namespace catalog {
 namespace {
 
@@ -104,14 +108,13 @@ Result<std::string> canonical_json(const nlohmann::json& value) {
   return out;
 }
 
-Result<nlohmann::json> parse_json(std::string_view text) {
+Result<nlohmann::json> parse_json(std::string_view text, std::string_view what) {
   // nlohmann stops at a NUL byte as if at end of input ("[1]\0junk" parses);
   // a NUL can never occur in JSON text.
   if (text.find('\0') != std::string_view::npos) return fail(Errc::malformed, "NUL byte in JSON");
   if (too_deep(text)) return fail(Errc::malformed, "JSON nested too deeply");
-  auto j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return fail(Errc::malformed, "not valid JSON");
-  return j;
+  // No size bound of its own: callers read bounded bytes (metadata caps).
+  return json::parse_strict(text, what, std::numeric_limits<std::size_t>::max());
 }
 
 }  // namespace catalog

@@ -15,8 +15,12 @@ namespace catalog {
 // (canonical JSON has none); never throws.
 Result<std::string> canonical_json(const nlohmann::json& value);
 
-// Parses JSON text without throwing; Errc::malformed with the parser's message,
-// also for a NUL byte anywhere or nesting deeper than 512 arrays/objects.
-Result<nlohmann::json> parse_json(std::string_view text);
+// Parses JSON text without throwing; Errc::malformed for invalid JSON ("WHAT is
+// not valid JSON"), a NUL byte anywhere, nesting deeper than 512 arrays/objects,
+// and an object with a key twice at any depth ("WHAT JSON has a duplicate key
+// "K"", json::parse_strict's check: two parsers could read different values, as
+// a signature checked by one and a field read by another). `what` names the
+// document in messages.
+Result<nlohmann::json> parse_json(std::string_view text, std::string_view what = "document");
 
 }  // namespace catalog

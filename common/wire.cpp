@@ -50,6 +50,8 @@ std::string_view provider_state_name(ProviderState s) {
       return "incompatible";
     case ProviderState::revoked:
       return "revoked";
+    case ProviderState::refused:
+      return "refused";
   }
   return "incompatible";  // not a ProviderState value (a cast)
 }

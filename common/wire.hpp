@@ -76,11 +76,14 @@ std::string_view job_state_name(JobState s);
 std::optional<JobState> parse_job_state(std::string_view text);
 
 // A provider's "state". revoked: installed, but the signed catalogs no longer
-// list any installed version, so none is granted.
-enum class ProviderState { ready, available, installing, incompatible, revoked };
+// list any installed version, so none is granted. refused: a catalog lists a
+// package of that name only from a target path outside "NAME/" (a role not
+// trusted for the name; catalog/name_binding.hpp), so it is never installed; shown
+// only when no valid package has that name.
+enum class ProviderState { ready, available, installing, incompatible, revoked, refused };
 inline constexpr ProviderState kAllProviderStates[] = {
-    ProviderState::ready, ProviderState::available, ProviderState::installing,
-    ProviderState::incompatible, ProviderState::revoked};
+    ProviderState::ready,        ProviderState::available, ProviderState::installing,
+    ProviderState::incompatible, ProviderState::revoked,   ProviderState::refused};
 std::string_view provider_state_name(ProviderState s);
 std::optional<ProviderState> parse_provider_state(std::string_view text);
 

@@ -24,14 +24,17 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
 
+#include "daemon/commit/helper_committer.hpp"
 #include "daemon/config/command_line.hpp"
 #include "daemon/config/config.hpp"
 #include "daemon/core/authorizer.hpp"
 #include "daemon/core/broker.hpp"
+#include "daemon/core/refresh_backoff.hpp"
 #include "daemon/dbus/convert.hpp"
 #include "daemon/dbus/metered.hpp"
 #include "daemon/dbus/polkit_authorizer.hpp"
@@ -65,6 +68,12 @@ class LoggedUidAuthorizer final : public core::Authorizer {
   core::UidAuthorizer inner_;
 };
 
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& i : items) out += (out.empty() ? "" : " ") + i;
+  return out;
+}
+
 void log_config(const config::Config& cfg) {
   log::info("config: {} (state {}, cache {}), idle timeout {} s, refresh interval {} s",
             cfg.paths.config_dir.string(), cfg.paths.state_dir.string(),
@@ -78,9 +87,11 @@ void log_config(const config::Config& cfg) {
       f.transfer_timeout.count(), f.attempts, f.max_retry_after.count());
   if (cfg.remotes.empty()) log::warn("config: no remotes configured; nothing can be installed");
   for (const auto& r : cfg.remotes) {
-    log::info("remote {}: {}{}, priority {}, {} mirror(s){}", r.name, r.primary.metadata_url,
-              r.enabled ? "" : " (disabled)", r.priority, r.mirrors.size(),
-              r.allow_http ? ", http allowed" : "");
+    log::info("remote {}: {}{}, priority {}, {} mirror(s){}, redirects to {}", r.name,
+              r.primary.metadata_url, r.enabled ? "" : " (disabled)", r.priority, r.mirrors.size(),
+              r.allow_http ? ", http allowed" : "",
+              r.redirect_hosts.empty() ? std::string("the same origin only")
+                                       : "the same origin and " + join(r.redirect_hosts));
   }
   if (cfg.paths.sysfs_root != "/sys" || cfg.paths.procfs_root != "/proc") {
     log::info("hardware roots: sysfs {}, procfs {}", cfg.paths.sysfs_root.string(),
@@ -128,11 +139,25 @@ StopReason serve(dbus::Service& service, const sigset_t& sigs, std::chrono::seco
   std::uint64_t watchdog_usec = 0;
   const bool watchdog = sd_watchdog_enabled(0, &watchdog_usec) > 0;
   auto& lifecycle = service.lifecycle();
-  // A failed automatic refresh is not retried sooner than this (nor than the interval).
-  constexpr std::chrono::seconds kRefreshRetry{3600};
   // Passes woken by the service come at most this often (see 2. below).
   constexpr std::chrono::milliseconds kMinPass{20};
-  std::optional<Clock::time_point> refresh_tried;
+  // The automatic refreshes' attempts, from the previous instances too
+  // (core/refresh_backoff.hpp): activations do not make a failing remote be
+  // asked again at once.
+  const auto& state_dir = service.broker().config().paths.state_dir;
+  std::optional<catalog::Error> problem;
+  core::RefreshAttempts attempts = core::load_refresh_attempts(state_dir, &problem);
+  if (problem) {
+    log::warn("{}: {}; set aside as {}.bad, refreshing as if no attempt failed",
+              (state_dir / core::kRefreshFileName).string(), problem->message,
+              core::kRefreshFileName);
+  }
+  const auto save_attempts = [&] {
+    if (auto ok = core::save_refresh_attempts(state_dir, attempts); !ok) {
+      log::warn("cannot save {}: {}", core::kRefreshFileName, ok.error().message);
+    }
+  };
+  std::optional<std::chrono::system_clock::time_point> announced;  // the due time logged last
   while (true) {
     service.reap();
     const auto state_due = service.publish_state();
@@ -141,7 +166,9 @@ StopReason serve(dbus::Service& service, const sigset_t& sigs, std::chrono::seco
     if (state_due) deadline = std::min(deadline, *state_due);
     if (watchdog) deadline = std::min(deadline, now + std::chrono::microseconds(watchdog_usec / 2));
     // 1. Automatic refresh: due refresh_interval after the last successful one (at
-    //    once when there never was one), on the wall clock, since it spans restarts.
+    //    once when there never was one), and after failures not before their
+    //    backoff (core/refresh_backoff.hpp); on the wall clock, since it spans
+    //    restarts.
     const auto& remotes = service.broker().config().remotes;
     const bool any_remote =
         std::any_of(remotes.begin(), remotes.end(), [](const auto& r) { return r.enabled; });
@@ -149,18 +176,30 @@ StopReason serve(dbus::Service& service, const sigset_t& sigs, std::chrono::seco
         lifecycle.state() != dbus::DaemonState::stopping) {
       auto& broker = service.broker();
       const auto last = broker.last_refresh();
-      const auto wall_due =
-          last ? *last + refresh_interval : std::chrono::system_clock::time_point{};
-      auto due = now + std::chrono::duration_cast<Clock::duration>(
-                           wall_due - std::chrono::system_clock::now());
-      if (refresh_tried) {
-        due = std::max(due, *refresh_tried + std::min(refresh_interval, kRefreshRetry));
+      const auto wall_now = std::chrono::system_clock::now();
+      if (attempts.failures > 0 && !core::failures_count(attempts, last)) {
+        log::info("catalog refresh succeeded after {} failed automatic one(s)", attempts.failures);
+        attempts.failures = 0;  // a refresh succeeded since the last attempt
+        save_attempts();
       }
+      const auto wall_due = core::next_refresh_due(attempts, last, refresh_interval, wall_now);
+      const auto due = now + std::chrono::duration_cast<Clock::duration>(wall_due - wall_now);
       if (due <= now) {
-        refresh_tried = now;
+        // Counted as failed until it succeeds, and saved before it runs: one that
+        // a crash or a stop cuts short counts too.
+        attempts.last_attempt =
+            std::chrono::duration_cast<std::chrono::seconds>(wall_now.time_since_epoch()).count();
+        if (attempts.failures < std::numeric_limits<std::uint32_t>::max()) ++attempts.failures;
+        save_attempts();
         log::info("catalog refresh due (interval {} s): job {}", refresh_interval.count(),
                   broker.auto_refresh());
         continue;  // the job changed the state: look again
+      }
+      if (core::failures_count(attempts, last) && announced != wall_due) {
+        announced = wall_due;
+        log::info("automatic catalog refresh: {} in a row not successful; the next one in {} s",
+                  attempts.failures,
+                  std::chrono::duration_cast<std::chrono::seconds>(wall_due - wall_now).count());
       }
       deadline = std::min(deadline, due);
     }
@@ -215,6 +254,26 @@ bool stop_jobs(core::Broker& broker, const sigset_t& sigs) {
 
 }  // namespace
 
+// Who commits into the store (BrokerOptions::committer): see Paths::store_root.
+std::shared_ptr<store::Committer> make_committer(const config::Paths& paths) {
+  if (paths.store_root != paths.state_dir) {
+    log::info("store: {} (committed by the helper at {})", paths.store_root.string(),
+              paths.commit_socket.string());
+    return std::make_shared<commit::HelperCommitter>(
+        commit::HelperCommitter::over_socket(paths.commit_socket));
+  }
+  // The helper beside our own executable (both in libexec/epbroker, or the build tree).
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  const auto helper = (ec ? std::filesystem::path("/usr/libexec/epbroker") : self.parent_path()) /
+                      "epbroker-commit";
+  log::info("store: {} in the state directory, committed by {} as this uid",
+            paths.store_root.string(), helper.string());
+  return std::make_shared<commit::HelperCommitter>(commit::HelperCommitter::spawning(
+      helper,
+      {"--config-dir", paths.config_dir.string(), "--store-root", paths.store_root.string()}));
+}
+
 int main(int argc, char** argv) {
   // 1. Flags and configuration.
   auto options = config::parse_command_line(argc, argv);
@@ -264,12 +323,16 @@ int main(int argc, char** argv) {
     o.low_speed_bytes_per_s = static_cast<long>(fetch.low_speed_limit_bytes);
     o.low_speed_time_s = static_cast<long>(fetch.low_speed_time.count());
     o.total_timeout_ms = static_cast<long>(fetch.transfer_timeout.count()) * 1000;
+    o.redirect_hosts = remote.redirect_hosts;
     return std::make_unique<net::CurlFetcher>(o);
   };
   // NetworkManager's Metered, asked on a connection of its own each time: the
   // core asks from a worker thread, which must not wait on the event loop of
   // the daemon's connection (dbus/metered.hpp).
   bopts.metered = dbus::metered_probe(cfg->bus_address);
+  // The store's writer (daemon/commit/helper_committer.hpp): the root helper behind
+  // its socket when the store is not ours; else the helper started by us, as us.
+  bopts.committer = make_committer(cfg->paths);
 
   // 4. Bus: objects first, then the name.
   std::unique_ptr<sdbus::IConnection> conn;
@@ -283,14 +346,17 @@ int main(int argc, char** argv) {
   }
   log::info("bus: {} as {}", cfg->bus_address.empty() ? "system bus" : cfg->bus_address,
             conn->getUniqueName());
-  // Authorization: polkit on the system bus when it is there; otherwise root
-  // and the members of the configured install group, and the log says so.
+  // Authorization: polkit when it is on the daemon's bus (asked over the daemon's
+  // own connection, without blocking it: dbus/polkit_authorizer.hpp); otherwise
+  // root and the members of the configured install group, and the log says so.
   std::unique_ptr<core::Authorizer> authorizer;
-  if (cfg->bus_address.empty() && dbus::PolkitAuthorizer::available(*conn)) {
-    authorizer = std::make_unique<dbus::PolkitAuthorizer>(sdbus::createSystemBusConnection());
+  if (dbus::PolkitAuthorizer::available(*conn)) {
+    authorizer = std::make_unique<dbus::PolkitAuthorizer>(*conn, cfg->daemon.authorization_timeout);
     log::info(
         "authorization: polkit (org.epbroker.install, org.epbroker.update, "
-        "org.epbroker.downgrade, org.epbroker.hold, org.epbroker.manage)");
+        "org.epbroker.downgrade, org.epbroker.hold, org.epbroker.manage), answers awaited "
+        "{} s",
+        cfg->daemon.authorization_timeout.count());
   } else {
     authorizer =
         std::make_unique<LoggedUidAuthorizer>(dbus::group_members(cfg->daemon.install_group));

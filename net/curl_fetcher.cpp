@@ -15,6 +15,9 @@
 #include <span>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+#include "net/redirect_policy.hpp"
 
 namespace net {
 
@@ -45,6 +48,13 @@ bool starts_with_nocase(std::string_view s, std::string_view prefix) {
 }
 
 bool is_2xx(long status) { return status >= 200 && status < 300; }
+
+bool is_redirect(long status) {
+  return status == 301 || status == 302 || status == 303 || status == 307 || status == 308;
+}
+
+// The most of a redirect answer's body that is read (and dropped).
+constexpr std::uint64_t kMaxRedirectBody = 64 * 1024;
 
 // The answer's Retry-After in seconds (libcurl parses both the delta-seconds and
 // the HTTP-date forms), if it had one.
@@ -80,11 +90,13 @@ struct Transfer {
 
   std::optional<std::uint64_t> content_length;       // of the response whose headers arrive
   std::optional<std::uint64_t> content_range_start;  // likewise, from Content-Range
-  bool started = false;         // the body's start is decided (and told to on_start)
-  std::uint64_t start = 0;      // where the body starts in the resource
-  bool range_refused = false;   // aborted: a 206 for a range not asked for
-  bool status_checked = false;  // first body byte seen, status was 2xx
-  bool bad_status = false;      // aborted: final answer is not 2xx
+  bool started = false;              // the body's start is decided (and told to on_start)
+  std::uint64_t start = 0;           // where the body starts in the resource
+  bool range_refused = false;        // aborted: a 206 for a range not asked for
+  bool status_checked = false;       // first body byte seen, status was 2xx
+  bool bad_status = false;           // aborted: final answer is not 2xx
+  bool follow_redirects = false;     // a redirect's answer is read to its end (see on_body)
+  std::uint64_t redirect_bytes = 0;  // of such an answer's body, dropped
   long status = 0;
   std::uint64_t delivered = 0;
   std::optional<Error> error;  // set by a callback that aborted the transfer
@@ -200,8 +212,18 @@ std::size_t on_body(char* data, std::size_t size, std::size_t count, void* user)
   auto* t = static_cast<Transfer*>(user);
   const std::size_t n = size * count;
   if (!t->status_checked) {
-    // libcurl skips the bodies of redirects it follows, so this is the final answer.
     t->status = response_code(t->curl);
+    if (t->follow_redirects && is_redirect(t->status)) {
+      // Read to its end and dropped: libcurl says where a redirect leads
+      // (CURLINFO_REDIRECT_URL) only once its transfer is complete. Bounded.
+      t->redirect_bytes += n;
+      if (t->redirect_bytes > kMaxRedirectBody) {
+        t->error = Error{Errc::network, *t->url + ": redirect answer with a body over " +
+                                            std::to_string(kMaxRedirectBody) + " bytes"};
+        return abort_transfer(n);
+      }
+      return n;
+    }
     if (!is_2xx(t->status)) {
       t->bad_status = true;  // the body of an error page never reaches the sink
       return abort_transfer(n);
@@ -253,6 +275,76 @@ class Setter {
   std::optional<std::string> failed_;
 };
 
+// Configuration text for a message: printable ASCII, at most 200 bytes.
+std::string printable(const std::string& s) {
+  std::string out = "\"";
+  for (const char c : s.substr(0, 200)) {
+    out.push_back(c >= 0x20 && c < 0x7f && c != '"' ? c : '?');
+  }
+  return out + "\"";
+}
+
+// Where the redirect from `url` (the URL asked) to `location` leads, as far as
+// messages may name it; an error if the policy refuses it or it is one too many.
+Result<Origin> redirect_target(const CurlFetcherOptions& options, const std::string& url,
+                               const char* location, int hops,
+                               const std::vector<HostPattern>& allowed_hosts) {
+  const auto from = parse_origin(url);
+  const auto d = from ? check_redirect(*from, location, options.allow_http, allowed_hosts)
+                      : RedirectDecision{};
+  switch (d.verdict) {
+    case RedirectVerdict::follow:
+      break;
+    case RedirectVerdict::bad_target:
+      return fail(Errc::network,
+                  url + ": redirect refused: not to an absolute http(s) URL this fetcher reads" +
+                      (from ? "" : " (nor is the URL asked one)"));
+    case RedirectVerdict::scheme:
+      return fail(Errc::network,
+                  url + ": redirect refused: scheme \"" + d.scheme + "\" not supported (" +
+                      (options.allow_http ? "http:// or https://" : "https://") + " only)");
+    case RedirectVerdict::host:
+      return fail(Errc::network, url + ": redirect to " + d.to->text() +
+                                     " refused: neither this URL's origin nor in the "
+                                     "remote's redirect_hosts");
+  }
+  if (hops >= options.max_redirects) {
+    return fail(Errc::network,
+                url + ": more than " + std::to_string(options.max_redirects) + " redirects");
+  }
+  return *d.to;
+}
+
+// The outcome of the last request of a transfer (no redirect to follow).
+Result<void> finish(CURL* curl, CURLcode rc, Transfer& t, const std::string& where,
+                    std::uint64_t range, const std::string& range_text, const char* errbuf,
+                    bool* range_refused) {
+  if (t.range_refused || (range > 0 && t.bad_status && t.status == 416)) {
+    *range_refused = true;
+    return fail(Errc::network, where + ": range " + range_text + " not served as asked");
+  }
+  if (t.bad_status) return std::unexpected(status_error(where, t.status, retry_after(curl)));
+  if (rc != CURLE_OK) {
+    std::string message = where + ": " + curl_easy_strerror(rc);
+    if (errbuf[0] != '\0') message += std::string(" (") + errbuf + ")";
+    return fail(Errc::network, std::move(message));
+  }
+  if (long status = response_code(curl); !is_2xx(status)) {
+    if (range > 0 && status == 416) {
+      *range_refused = true;
+      return fail(Errc::network, where + ": range " + range_text + " not satisfiable");
+    }
+    return std::unexpected(status_error(where, status, retry_after(curl)));
+  }
+  // An empty body: its headers may not have been seen as such (HTTP/0.9).
+  if (!start_body(&t)) {
+    if (t.error) return std::unexpected(std::move(*t.error));
+    *range_refused = true;
+    return fail(Errc::network, where + ": range " + range_text + " not served as asked");
+  }
+  return {};
+}
+
 }  // namespace
 
 CurlFetcher::CurlFetcher(CurlFetcherOptions options) : options_(std::move(options)) {}
@@ -299,6 +391,15 @@ Result<void> CurlFetcher::transfer(const std::string& url, std::uint64_t range,
   if (url.find('\0') != std::string::npos) {
     return fail(Errc::invalid_argument, "URL contains a NUL byte");
   }
+  std::vector<HostPattern> allowed_hosts;
+  for (const auto& h : options_.redirect_hosts) {
+    auto pattern = parse_host_pattern(h);
+    if (!pattern) {
+      return fail(Errc::invalid_argument,
+                  "redirect_hosts: " + printable(h) + " is not a host or host:port");
+    }
+    allowed_hosts.push_back(std::move(*pattern));
+  }
   if (CURLcode rc = global_init(); rc != CURLE_OK) {
     return fail(Errc::network, std::string("curl_global_init: ") + curl_easy_strerror(rc));
   }
@@ -306,18 +407,11 @@ Result<void> CurlFetcher::transfer(const std::string& url, std::uint64_t range,
   if (!easy) return fail(Errc::network, url + ": curl_easy_init failed");
   CURL* curl = easy.get();
 
-  Transfer t;
-  t.curl = curl;
-  t.url = &url;
-  t.max_bytes = max_bytes;
-  t.sink = &sink;
-  t.on_start = on_start;
-  t.range = range;
+  Transfer t;  // one per request: set again for every redirect hop
   const std::string range_text = std::to_string(range) + "-";
   char errbuf[CURL_ERROR_SIZE] = {};
 
   Setter s(curl);
-  s.set(CURLOPT_URL, "URL", url.c_str());
   // The same allow-list for the first request and for every redirect target.
 #if LIBCURL_VERSION_NUM >= 0x075500  // 7.85.0: string forms, the bitmasks are deprecated
   const char* protocols = options_.allow_http ? "http,https" : "https";
@@ -328,12 +422,9 @@ Result<void> CurlFetcher::transfer(const std::string& url, std::uint64_t range,
   s.set(CURLOPT_PROTOCOLS, "PROTOCOLS", protocols);
   s.set(CURLOPT_REDIR_PROTOCOLS, "REDIR_PROTOCOLS", protocols);
 #endif
-  if (options_.max_redirects > 0) {
-    s.set(CURLOPT_FOLLOWLOCATION, "FOLLOWLOCATION", 1L);
-    s.set(CURLOPT_MAXREDIRS, "MAXREDIRS", static_cast<long>(options_.max_redirects));
-  } else {
-    s.set(CURLOPT_FOLLOWLOCATION, "FOLLOWLOCATION", 0L);
-  }
+  // Redirects are followed below, one hop at a time, each target checked before
+  // it is asked: libcurl's own following would ask any host of the right scheme.
+  s.set(CURLOPT_FOLLOWLOCATION, "FOLLOWLOCATION", 0L);
   s.set(CURLOPT_NOSIGNAL, "NOSIGNAL", 1L);  // no SIGALRM games: safe in threads
   s.set(CURLOPT_CONNECTTIMEOUT_MS, "CONNECTTIMEOUT_MS", std::max(options_.connect_timeout_ms, 0L));
   s.set(CURLOPT_TIMEOUT_MS, "TIMEOUT_MS", std::max(options_.total_timeout_ms, 0L));
@@ -355,33 +446,38 @@ Result<void> CurlFetcher::transfer(const std::string& url, std::uint64_t range,
   s.set(CURLOPT_WRITEDATA, "WRITEDATA", static_cast<void*>(&t));
   if (s.failed()) return fail(Errc::network, url + ": " + *s.failed());
 
-  const CURLcode rc = curl_easy_perform(curl);
-
-  if (t.error) return std::unexpected(std::move(*t.error));
-  if (t.range_refused || (range > 0 && t.bad_status && t.status == 416)) {
-    *range_refused = true;
-    return fail(Errc::network, url + ": range " + range_text + " not served as asked");
-  }
-  if (t.bad_status) return std::unexpected(status_error(url, t.status, retry_after(curl)));
-  if (rc != CURLE_OK) {
-    std::string message = url + ": " + curl_easy_strerror(rc);
-    if (errbuf[0] != '\0') message += std::string(" (") + errbuf + ")";
-    return fail(Errc::network, std::move(message));
-  }
-  if (long status = response_code(curl); !is_2xx(status)) {
-    if (range > 0 && status == 416) {
-      *range_refused = true;
-      return fail(Errc::network, url + ": range " + range_text + " not satisfiable");
+  // What messages call the request: the URL asked, and after a redirect the
+  // origin it led to (never the target's path or query).
+  std::string where = url;
+  std::string next = url;
+  for (int hops = 0;; ++hops) {
+    t = Transfer{};
+    t.curl = curl;
+    t.url = &where;
+    t.max_bytes = max_bytes;
+    t.sink = &sink;
+    t.on_start = on_start;
+    t.range = range;
+    t.follow_redirects = options_.max_redirects > 0;
+    errbuf[0] = '\0';
+    if (CURLcode rc = curl_easy_setopt(curl, CURLOPT_URL, next.c_str()); rc != CURLE_OK) {
+      return fail(Errc::network, where + ": curl_easy_setopt(URL): " + curl_easy_strerror(rc));
     }
-    return std::unexpected(status_error(url, status, retry_after(curl)));
-  }
-  // An empty body: its headers may not have been seen as such (HTTP/0.9).
-  if (!start_body(&t)) {
+    const CURLcode rc = curl_easy_perform(curl);
     if (t.error) return std::unexpected(std::move(*t.error));
-    *range_refused = true;
-    return fail(Errc::network, url + ": range " + range_text + " not served as asked");
+    const long status = t.bad_status ? t.status : response_code(curl);
+    char* location = nullptr;
+    if (options_.max_redirects > 0 && is_redirect(status) &&
+        curl_easy_getinfo(curl, CURLINFO_REDIRECT_URL, &location) == CURLE_OK &&
+        location != nullptr) {
+      auto target = redirect_target(options_, url, location, hops, allowed_hosts);
+      if (!target) return std::unexpected(std::move(target.error()));
+      next = location;
+      where = url + " (redirected to " + target->text() + ")";
+      continue;
+    }
+    return finish(curl, rc, t, where, range, range_text, errbuf, range_refused);
   }
-  return {};
 }
 
 }  // namespace net

@@ -2,12 +2,17 @@
 //
 // Hostile-server defences live here, below the TUF workflow: scheme allow-list (https
 // only unless told otherwise, never file://), the same allow-list for redirects, a
-// redirect bound, connect/low-speed/total timeouts, and the byte cap enforced while
+// redirect policy (the URL's own origin or listed hosts only: redirect_policy.hpp)
+// and bound, connect/low-speed/total timeouts, and the byte cap enforced while
 // streaming (an announced Content-Length over the cap aborts before any body byte).
+// Messages carry no byte a server sent (error pages are never read) and name a
+// redirect target by its origin only, never its path or query: the daemon shows
+// them to every bus client.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "catalog/error.hpp"
 #include "catalog/tuf/fetcher.hpp"
@@ -24,11 +29,17 @@ struct CurlFetcherOptions {
   // aborted (slow-retrieval defence). Either <= 0 disables the check.
   long low_speed_bytes_per_s = 1024;
   long low_speed_time_s = 30;
-  // Hard bound on the whole transfer, in milliseconds; <= 0 means no bound.
+  // Hard bound on one request (each redirect hop is one), in milliseconds; <= 0
+  // means no bound.
   long total_timeout_ms = 300000;
   // Redirects followed at most (to allowed schemes only); <= 0 follows none, and a
   // redirect answer then fails as a non-2xx status.
   int max_redirects = 3;
+  // Hosts a redirect may lead to besides the origin of the URL asked (the same
+  // scheme, host and port): "host" (on the default port of the redirect's
+  // scheme) or "host:port", IPv6 literals in brackets (redirect_policy.hpp). An
+  // entry that does not parse fails every fetch with Errc::invalid_argument.
+  std::vector<std::string> redirect_hosts{};
   // PEM bundle of trusted CAs; empty uses the system default.
   std::string ca_file;
   std::string user_agent = "epbroker/0.1";
@@ -47,8 +58,15 @@ class CurlFetcher : public catalog::tuf::Fetcher {
   //    (status in the message); the body of an error answer never reaches `sink`;
   //    a 503 or 429 with a Retry-After header (seconds or an HTTP date) sets the
   //    error's retry_after;
-  //  - transport failures (refused, timeouts, TLS, redirect to a refused scheme, too
-  //    many redirects) fail with Errc::network and libcurl's explanation;
+  //  - transport failures (refused, timeouts, TLS) fail with Errc::network and
+  //    libcurl's explanation;
+  //  - redirects (301, 302, 303, 307, 308) are followed one at a time, at most
+  //    max_redirects, each checked before it is asked (redirect_policy.hpp): a
+  //    refused one (another scheme, another origin not in redirect_hosts) or one
+  //    too many fails with Errc::network, naming the target's scheme or origin.
+  //    Network, not not_found: that mirror did not deliver, the next one may (and
+  //    a not_found would end the root chain's walk: catalog/tuf/updater); not
+  //    invalid_argument, which would stop every mirror at once;
   //  - more than `max_bytes` (announced or received) fails with Errc::length_mismatch,
   //    message naming the URL and the cap; the transfer is aborted at once;
   //  - an error returned by `sink` aborts the transfer and is returned as is.

@@ -55,6 +55,8 @@ PACKAGES=(
   nlohmann-json3-dev libarchive-dev libspdlog-dev libcli11-dev libgtest-dev libgmock-dev
   dbus-daemon python3 python3-venv zstd curl ca-certificates unzip patchelf libxml2-utils systemd
   libonnx-testdata mesa-vulkan-drivers libvulkan1 nginx-light
+  # setcap: tests/client/secure_env_test gives a probe a file capability.
+  libcap2-bin
   # tests/fuzz (libFuzzer): clang >= 19, the first whose __cpp_concepts lets
   # libstdc++ 12 declare std::expected; libclang-rt-19-dev has libclang_rt.fuzzer.
   clang-19 libclang-rt-19-dev

@@ -141,6 +141,8 @@ dbus-daemon --nofork --nopidfile --config-file="$WORK/bus.conf" --print-address=
 PIDS+=($!)
 wait_for bus.address
 export EPBROKER_BUS_ADDRESS=$ADDRESS
+# The demo's private store (in --state-dir), which libepbroker then trusts.
+export EPBROKER_STORE_DIR=$WORK/state/store
 echo "bus at $ADDRESS"
 
 step "What the daemon sees on this machine"

@@ -9,6 +9,7 @@
 #include "catalog/atomic_file.hpp"
 #include "catalog/crypto/hash.hpp"
 #include "catalog/ep_metadata.hpp"
+#include "catalog/name_binding.hpp"
 #include "catalog/package/extract.hpp"
 #include "catalog/package/manifest.hpp"
 #include "catalog/package/pack.hpp"
@@ -244,6 +245,15 @@ int cmd_add(const Args& args) {
       return failure("add", {ok.error().code, package.string() + ": " + ok.error().message});
     }
   }
+  const std::string path =
+      args.get("target-path").value_or(meta->name + "/" + package.filename().string());
+  // Clients trust package NAME only from target paths "NAME/..." (issue 17):
+  // anything else would be refused by every epbrokerd, so it is not published.
+  if (auto ok = check_name_binding(meta->name, path); !ok) {
+    return failure(
+        "add", {ok.error().code, ok.error().message + " (use --target-path " + meta->name + "/" +
+                                     package.filename().string() + " or leave it out)"});
+  }
   // 2. The package bytes.
   auto bytes = read_file(package, std::uint64_t{4} << 30);
   if (!bytes) return failure("add", bytes.error());
@@ -251,8 +261,6 @@ int cmd_add(const Args& args) {
   if (!loaded) return failure("add", loaded.error());
   Repository& repo = loaded->repo;
   if (!apply_lifetimes(args, repo, "add")) return 2;
-  const std::string path =
-      args.get("target-path").value_or(meta->name + "/" + package.filename().string());
   const std::size_t size = bytes->size();
   const std::string sha = crypto::sha256_hex(*bytes);
   // 3. Into targets, then publish targets -> snapshot -> timestamp.
@@ -457,8 +465,11 @@ int cmd_verify(const Args& args) {
     if (!path) {
       status = std::string(errc_name(path.error().code)) + ": " + path.error().message;
     } else if (!target.custom.is_null() && target.custom.contains("epbroker")) {
-      if (auto m = parse_ep_metadata(target.custom); !m)
+      if (auto m = parse_ep_metadata(target.custom); !m) {
         status = "EP metadata: " + m.error().message;
+      } else if (auto bound = check_name_binding(m->name, target.path); !bound) {
+        status = "refused by clients: " + bound.error().message;
+      }
     }
     if (path) fs::remove(*path);
     if (status != "OK") ++failures;

@@ -66,13 +66,14 @@ const Command kCommands[] = {
      "add (or replace) a package with its EP metadata",
      "Adds PACKAGE to the catalog with the EP metadata in EP.json ({\"epbroker\": {...}},\n"
      "checked strictly) as its custom field. The target path defaults to\n"
-     "NAME/BASENAME. When PACKAGE is an EP package (*.tar.zst, *.tar.gz), its\n"
-     "manifest.json must agree with EP.json, or nothing is added. Publishes new\n"
-     "targets, snapshot and timestamp versions.",
+     "NAME/BASENAME; one whose first segment is not NAME is refused (clients trust\n"
+     "a package name only from its own NAME/ paths). When PACKAGE is an EP package\n"
+     "(*.tar.zst, *.tar.gz), its manifest.json must agree with EP.json, or nothing\n"
+     "is added. Publishes new targets, snapshot and timestamp versions.",
      "PACKAGE",
      "the package file (an EP package or any other file)",
      {{"metadata", "EP.json", "EP metadata of the package ({\"epbroker\": {...}})", true},
-      {"target-path", "PATH", "the target path (default NAME/BASENAME)"},
+      {"target-path", "PATH", "the target path, under NAME/ (default NAME/BASENAME)"},
       {"role", "ROLE", "the (delegated) targets role to add it to (default targets)"}},
      true,
      catalog::tools::cmd_add},

@@ -42,6 +42,15 @@ std::string Key::keyid() const {
   return crypto::sha256_hex(canonical_json(to_json()).value_or(""));
 }
 
+std::string Key::identity() const {
+  // Each part length-prefixed, so no two different triples give one string.
+  auto part = [](std::string_view tag, std::string_view v) {
+    return std::string(tag) + std::to_string(v.size()) + ':' + std::string(v);
+  };
+  auto raw = crypto::from_hex(public_hex);
+  return part("t", keytype) + part("s", scheme) + (raw ? part("k", *raw) : part("x", public_hex));
+}
+
 bool Key::verify(std::string_view message, std::string_view signature_hex) const {
   if (keytype != "ed25519" || scheme != "ed25519") return false;
   auto pub = crypto::from_hex(public_hex);

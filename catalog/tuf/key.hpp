@@ -26,6 +26,12 @@ struct Key {
   // Key id as the spec defines it: hex SHA-256 of the key's canonical JSON.
   std::string keyid() const;
 
+  // What makes two entries one key: keytype, scheme and the public key value
+  // (hex-decoded when it decodes, so "AB.." and "ab.." are one key); fields
+  // not recognised do not count. Two key ids of equal identity name one
+  // signer, which a threshold counts once (verify_threshold).
+  std::string identity() const;
+
   // True only for a supported key type whose key and signature are well formed
   // and the signature is valid for `message`. Never throws.
   bool verify(std::string_view message, std::string_view signature_hex) const;

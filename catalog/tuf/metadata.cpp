@@ -460,7 +460,7 @@ json to_json(const Targets& t) {
 
 template <typename T>
 Result<Metadata<T>> parse_metadata(std::string_view bytes) {
-  auto doc = parse_json(bytes);
+  auto doc = parse_json(bytes, std::string(T::kType) + " metadata");
   if (!doc) return std::unexpected(doc.error());
   if (!doc->is_object())
     return fail(Errc::malformed, std::string(T::kType) + ": not a JSON object");
@@ -469,6 +469,7 @@ Result<Metadata<T>> parse_metadata(std::string_view bytes) {
   auto signed_json = js::object_field(*doc, "signed", "");
   if (!signed_json) return std::unexpected(signed_json.error());
   Metadata<T> md;
+  std::set<std::string> keyids;
   std::size_t i = 0;
   for (const auto& sj : **sigs) {
     const std::string path = "signatures[" + std::to_string(i++) + "]";
@@ -476,6 +477,12 @@ Result<Metadata<T>> parse_metadata(std::string_view bytes) {
     if (!keyid) return std::unexpected(keyid.error());
     auto sig = js::string_field(sj, "sig", path);
     if (!sig) return std::unexpected(sig.error());
+    // One signature per key id (TUF 1.0.34; python-tuf refuses it too): a
+    // field rule like unique role keyids, so the whole file is refused here,
+    // before any signature is judged.
+    if (!keyids.insert(*keyid).second) {
+      return js::field_error(path + ".keyid", "duplicate keyid '" + *keyid + "'");
+    }
     md.signatures.push_back({*keyid, *sig});
   }
   auto role = role_from_json<T>(**signed_json);
@@ -495,13 +502,18 @@ template Result<Metadata<Targets>> parse_metadata<Targets>(std::string_view);
 Result<void> verify_threshold(std::string_view role_name, const Role& role, const KeyMap& keys,
                               const std::string& canonical_signed,
                               const std::vector<Signature>& signatures) {
+  // Counted by key identity, not key id: one key listed under two ids (an id
+  // is only a name; a second one differs by an unrecognised field, or is just
+  // not the key's hash) is still one signer.
   std::set<std::string> good;
   for (const auto& keyid : role.keyids) {
     auto key = keys.find(keyid);
     if (key == keys.end()) continue;
+    const std::string identity = key->second.identity();
+    if (good.contains(identity)) continue;
     for (const auto& sig : signatures) {
       if (sig.keyid == keyid && key->second.verify(canonical_signed, sig.sig)) {
-        good.insert(keyid);
+        good.insert(identity);
         break;
       }
     }

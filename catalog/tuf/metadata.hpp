@@ -116,7 +116,9 @@ struct Metadata {
 };
 
 // Parses a whole metadata file (`{"signatures": [...], "signed": {...}}`) of
-// role type T. Does not check signatures, versions or expiry.
+// role type T. Does not check signatures, versions or expiry. A key twice in
+// any JSON object is Errc::malformed ("T metadata JSON has a duplicate key
+// "K""); two signatures with one keyid are Errc::bad_field.
 template <typename T>
 Result<Metadata<T>> parse_metadata(std::string_view bytes);
 
@@ -132,7 +134,8 @@ nlohmann::json to_json(const MetaFile& m);
 
 // Checks that at least `role.threshold` distinct keys listed in `role` (and
 // present in `keys`) signed `canonical_signed`. Each key counts once however
-// many signatures it made. Errc::bad_signature naming `role_name` otherwise.
+// many signatures it made and however many of the role's key ids name it
+// (Key::identity()). Errc::bad_signature naming `role_name` otherwise.
 Result<void> verify_threshold(std::string_view role_name, const Role& role, const KeyMap& keys,
                               const std::string& canonical_signed,
                               const std::vector<Signature>& signatures);

@@ -117,6 +117,9 @@ Result<void> Updater::update_root_chain() {
       return std::unexpected(bytes.error());
     }
     if (auto ok = persist("root", *bytes); !ok) return ok;
+    // The chain stays on disk too ("<N>.root.json"): another verifier starting
+    // from an older trusted root (the commit helper) walks it from here.
+    if (auto ok = persist(std::to_string(next) + ".root", *bytes); !ok) return ok;
   }
   // Fast-forward recovery (spec 5.3.11): after a rotation of timestamp or
   // snapshot keys, our persisted copies may carry versions an attacker pushed
@@ -167,6 +170,17 @@ Result<void> Updater::update_snapshot() {
 Result<const Metadata<Targets>*> Updater::load_targets(const std::string& role,
                                                        const std::string& delegator) {
   if (const auto* loaded = trusted_->targets(role)) return loaded;
+  if (auto failed = failed_roles_.find(role); failed != failed_roles_.end()) {
+    return std::unexpected(failed->second);
+  }
+  auto loaded = load_targets_once(role, delegator);
+  if (!loaded && loaded.error().code != Errc::cancelled)
+    failed_roles_.emplace(role, loaded.error());
+  return loaded;
+}
+
+Result<const Metadata<Targets>*> Updater::load_targets_once(const std::string& role,
+                                                            const std::string& delegator) {
   // 1. A persisted copy that still matches what snapshot pins.
   if (auto local = read_local(role)) {
     if (trusted_->update_delegated_targets(*local, role, delegator)) {
@@ -202,6 +216,15 @@ Result<void> Updater::refresh() {
 }
 
 Result<TargetFile> Updater::get_targetinfo(const std::string& target_path) {
+  auto found = search(target_path, /*tolerate=*/false, nullptr);
+  if (!found) return std::unexpected(found.error());
+  if (!*found)
+    return fail(Errc::not_found, "target '" + target_path + "' is not in trusted metadata");
+  return std::move(**found);
+}
+
+Result<std::optional<TargetFile>> Updater::search(const std::string& target_path, bool tolerate,
+                                                  std::string* withheld_by) {
   if (!refreshed_) {
     if (auto ok = refresh(); !ok) return std::unexpected(ok.error());
   }
@@ -217,7 +240,14 @@ Result<TargetFile> Updater::get_targetinfo(const std::string& target_path) {
     to_visit.pop_back();
     if (!visited.insert({role, parent}).second) continue;
     auto md = load_targets(role, parent);
-    if (!md) return std::unexpected(md.error());
+    if (!md) {
+      // The failed role comes first in the search for this path: what it (or a
+      // role under it) would say is unknown, and the roles after it must not
+      // answer in its place. The search ends here either way.
+      if (!tolerate || md.error().code == Errc::cancelled) return std::unexpected(md.error());
+      if (withheld_by) *withheld_by = role;
+      return std::nullopt;
+    }
     const Targets& t = (*md)->signed_;
     if (auto it = t.targets.find(target_path); it != t.targets.end()) return it->second;
     if (t.delegations) {
@@ -234,47 +264,80 @@ Result<TargetFile> Updater::get_targetinfo(const std::string& target_path) {
     }
     --budget;
   }
-  return fail(Errc::not_found, "target '" + target_path + "' is not in trusted metadata");
+  return std::nullopt;
+}
+
+Result<std::optional<std::string>> Updater::withheld_by(const std::string& target_path) {
+  std::string role;
+  auto found = search(target_path, /*tolerate=*/true, &role);
+  if (!found) return std::unexpected(found.error());
+  if (*found || role.empty()) return std::nullopt;
+  return role;
 }
 
 Result<std::vector<TargetFile>> Updater::all_targets() {
+  auto listing = list_targets();
+  if (!listing) return std::unexpected(listing.error());
+  if (!listing->failed.empty()) return std::unexpected(listing->failed.front().error);
+  return std::move(listing->targets);
+}
+
+Result<TargetListing> Updater::list_targets() {
   if (!refreshed_) {
     if (auto ok = refresh(); !ok) return std::unexpected(ok.error());
   }
   if (!trusted_ || !trusted_->targets("targets")) {
     return fail(Errc::invalid_argument, "refresh did not complete");
   }
-  // 1. Candidates: every path some reachable role lists.
+  TargetListing out;
+  // 1. Candidates: every path some reachable role that loads lists. A role
+  //    that fails is recorded with the delegation that names it; what it
+  //    delegates further cannot be seen.
   std::set<std::string> candidates;
-  std::vector<std::pair<std::string, std::string>> to_visit{{"targets", "root"}};
+  struct Visit {
+    std::string role;
+    std::string parent;
+    const DelegatedRole* delegation;  // in the parent's loaded metadata; null for "targets"
+  };
+  std::vector<Visit> to_visit{{"targets", "root", nullptr}};
   std::set<std::string> visited;
   std::uint32_t budget = config_.max_delegations + 1;
   while (budget > 0 && !to_visit.empty()) {
-    auto [role, parent] = to_visit.back();
+    Visit v = std::move(to_visit.back());
     to_visit.pop_back();
-    if (!visited.insert(role).second) continue;
-    auto md = load_targets(role, parent);
-    if (!md) return std::unexpected(md.error());
+    if (!visited.insert(v.role).second) continue;
+    --budget;
+    auto md = load_targets(v.role, v.parent);
+    if (!md) {
+      if (md.error().code == Errc::cancelled) return std::unexpected(md.error());
+      FailedRole failed{v.role, v.parent, {}, md.error()};
+      if (v.delegation && v.delegation->paths) failed.paths = *v.delegation->paths;
+      if (v.delegation && v.delegation->path_hash_prefixes) {
+        for (const auto& p : *v.delegation->path_hash_prefixes) failed.paths.push_back("hash:" + p);
+      }
+      out.failed.push_back(std::move(failed));
+      continue;
+    }
     const Targets& t = (*md)->signed_;
     for (const auto& [path, _] : t.targets) candidates.insert(path);
     if (t.delegations) {
       for (auto it = t.delegations->roles.rbegin(); it != t.delegations->roles.rend(); ++it) {
-        to_visit.emplace_back(it->name, role);
+        to_visit.push_back({it->name, v.role, &*it});
       }
     }
-    --budget;
   }
   // 2. A candidate counts only as the search for it resolves it: every
   //    delegation on the way must cover the path (a role cannot widen what its
-  //    delegator was trusted for), terminating delegations end the search, and
-  //    the highest-priority role wins.
-  std::vector<TargetFile> out;
+  //    delegator was trusted for), terminating delegations end the search, the
+  //    highest-priority role wins, and a failed role on the way withholds it.
   for (const auto& path : candidates) {
-    auto info = get_targetinfo(path);
-    if (info) {
-      out.push_back(std::move(*info));
-    } else if (info.error().code != Errc::not_found) {
-      return std::unexpected(info.error());
+    std::string withheld;
+    auto info = search(path, /*tolerate=*/true, &withheld);
+    if (!info) return std::unexpected(info.error());
+    if (*info) {
+      out.targets.push_back(std::move(**info));
+    } else if (!withheld.empty()) {
+      out.withheld.emplace(path, withheld);
     }
   }
   return out;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,29 @@ struct UpdaterConfig {
   std::uint32_t max_delegations = 32;
 };
 
+// A delegated targets role that list_targets() could not load: unreachable,
+// refused by a TUF check (signature, expiry, version, hashes), or missing from
+// snapshot.
+struct FailedRole {
+  std::string name;
+  std::string delegator;           // the role whose delegation names it
+  std::vector<std::string> paths;  // that delegation's "paths" (or "hash:<prefix>" per
+                                   // "path_hash_prefixes" entry)
+  Error error;
+};
+
+// What list_targets() found: the targets it could resolve, and what it could not.
+struct TargetListing {
+  // Every target get_targetinfo() would return, of the paths that roles which
+  // did load list (the same rules as all_targets()).
+  std::vector<TargetFile> targets;
+  // The delegated roles that failed, in the order the search met them.
+  std::vector<FailedRole> failed;
+  // Paths a loaded role lists whose search meets a failed role before it ends
+  // (path -> that role): unknown, neither listed nor absent.
+  std::map<std::string, std::string> withheld;
+};
+
 class Updater {
  public:
   // `fetcher` must outlive the Updater.
@@ -65,14 +89,34 @@ class Updater {
   // Finds `target_path` in top-level targets or, depth-first by priority, in
   // delegated roles whose path patterns cover it (loading those roles as
   // needed). Refreshes first if refresh() was not called. Errc::not_found if
-  // no trusted role lists it.
+  // no trusted role lists it. A role the search meets that fails to load fails
+  // the lookup with its error: the search never passes over it to a later role.
   Result<TargetFile> get_targetinfo(const std::string& target_path);
 
   // Every target the top-level targets role and all reachable delegated roles
   // list (loading them), as get_targetinfo() resolves it: a path a role lists
   // outside what its delegations cover, or behind a terminating delegation,
   // is left out; earlier (higher-priority) roles win on duplicates.
+  // Fails (with the first failed role's error) if any reachable delegated role
+  // fails to load; see list_targets() for the listing that tolerates that.
   Result<std::vector<TargetFile>> all_targets();
+
+  // all_targets() that does not give up on a failing delegated role (issue 17,
+  // item 6): such a role (and every role delegated under it, which cannot even be
+  // seen) is recorded in `failed`, and the listing goes on with the others. A
+  // path whose search meets a failed role before any role lists it is withheld,
+  // never resolved further: a role later in the search must not supply a target
+  // for paths that a failed role was delegated first (else an attacker who
+  // breaks one role would hand its paths to a lower-priority one). Fails only
+  // when refresh() fails or on Errc::cancelled.
+  Result<TargetListing> list_targets();
+
+  // After list_targets() (or any other search): the failed delegated role whose
+  // failure makes `target_path` unknown (its search meets that role before any
+  // role lists the path), or nullopt when the search ends without one (listed,
+  // or not listed). Loads no role that failed before. Errc only on cancel or a
+  // failed refresh.
+  Result<std::optional<std::string>> withheld_by(const std::string& target_path);
 
   // Where download_target() stores `info` by default: target_dir/<quoted path>.
   std::filesystem::path default_path(const TargetFile& info) const;
@@ -112,8 +156,17 @@ class Updater {
   Result<void> update_root_chain();
   Result<void> update_timestamp();
   Result<void> update_snapshot();
+  // A targets role, loaded once per update: a failure is remembered and
+  // returned again (except Errc::cancelled).
   Result<const Metadata<Targets>*> load_targets(const std::string& role,
                                                 const std::string& delegator);
+  Result<const Metadata<Targets>*> load_targets_once(const std::string& role,
+                                                     const std::string& delegator);
+  // The search of spec 5.6.7 for `target_path`: the target, or nothing when no
+  // role lists it. A role failing to load ends the search: with `tolerate`, as
+  // `*withheld_by` = that role (ok, no target); otherwise with its error.
+  Result<std::optional<TargetFile>> search(const std::string& target_path, bool tolerate,
+                                           std::string* withheld_by);
   Result<void> persist(const std::string& role, const std::string& bytes) const;
   std::optional<std::string> read_local(const std::string& role) const;
   std::string metadata_url(std::size_t mirror, const std::string& role,
@@ -130,6 +183,9 @@ class Updater {
   TimePoint now_;
   std::optional<TrustedSet> trusted_;
   bool refreshed_ = false;
+  // Delegated roles that failed to load in this update, and why: asked only
+  // once (each ask may cost every mirror's retries).
+  std::map<std::string, Error> failed_roles_;
 };
 
 // Percent-encodes everything except unreserved characters (and '/' if

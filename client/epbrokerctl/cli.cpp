@@ -180,9 +180,11 @@ const std::vector<CommandInfo>& commands() {
        "sessions get), else the newest the catalogs offer. States: ready (installed),\n"
        "available (compatible, not installed), installing (a job is running),\n"
        "incompatible (cannot run here), revoked (the signed catalogs no longer list any\n"
-       "installed version; never granted); the reason is printed under the table. SIZE is\n"
-       "the installed size when ready, else the download size. DEVICES are the device ids\n"
-       "(see `devices`) it serves. Below the table, for each installed package with more\n"
+       "installed version; never granted), refused (a catalog lists the name only from a\n"
+       "path outside NAME/, signed by a role not trusted for it; never installed); the\n"
+       "reason is printed under the table. SIZE is the installed size when ready, else the\n"
+       "download size. DEVICES are the device ids (see `devices`) it serves. Below the\n"
+       "table, for each installed package with more\n"
        "to say: the versions kept besides the current one, with their role (rollback,\n"
        "older_ort, staged, leased, revoked, removing, unused), why, and their leases;\n"
        "`update available: X`; `held` and why.\n"},
@@ -239,7 +241,11 @@ const std::vector<CommandInfo>& commands() {
       {"refresh", "", "Refresh every trusted catalog (the TUF update workflow) and wait for it.",
        "Prints the catalog revision and expiry afterwards. Needs org.epbroker.manage.\n"},
       {"verify", "", "Re-hash every installed package against its signed manifest.",
-       "Exits 1 if any package is damaged; `epbrokerctl install NAME` repairs one.\n"},
+       "Shows the progress on stderr (the daemon hashes as a job; one at a time, and a\n"
+       "call joins a running one). Without root or org.epbroker.manage a new\n"
+       "verification starts at most every 10 minutes; in between, the latest result is\n"
+       "shown (stderr says when it was found). Exits 1 if any package is damaged;\n"
+       "`epbrokerctl install NAME` repairs one.\n"},
       {"status", "", "Show the daemon's version and state, catalog, store size, sessions and jobs.",
        "Asking starts epbrokerd if it is not running (D-Bus activation).\n"},
       {.name = "remote",

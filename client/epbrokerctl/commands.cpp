@@ -1,6 +1,7 @@
 #include "client/epbrokerctl/commands.hpp"
 
 #include <algorithm>
+#include <ctime>
 #include <ostream>
 #include <sstream>
 
@@ -81,7 +82,19 @@ int refresh(Context& ctx) {
 }
 
 int verify(Context& ctx) {
-  const auto results = ctx.client.verify();
+  // Progress on stderr as install shows it; the output below is unchanged.
+  ProgressView view(ctx.err, ctx.err_is_terminal);
+  epbroker::Progress last;
+  const auto asked_at = std::time(nullptr);
+  epbroker::VerifyReport report;
+  try {
+    report = ctx.client.verify(progress_to(ctx, view, last), ctx.cancel);
+  } catch (...) {
+    view.finish();
+    throw;
+  }
+  view.finish();
+  const auto& results = report.results;
   const bool ok = std::all_of(results.begin(), results.end(), [](const auto& r) { return r.ok; });
   if (ctx.inv.json) {
     json arr = json::array();
@@ -94,6 +107,12 @@ int verify(Context& ctx) {
     for (const auto& r : results) t.add({r.name, r.version, r.ok ? "ok" : "DAMAGED: " + r.problem});
     t.print(ctx.out);
     if (!ok) ctx.out << "\nRepair a damaged package with `epbrokerctl install NAME`.\n";
+    // The daemon answered with an earlier verification's result (a new one starts
+    // at most every 10 minutes without org.epbroker.manage): said on stderr.
+    if (report.finished != 0 && report.finished < asked_at - 1) {
+      ctx.err << "(the result of the verification that ended at " << format_utc(report.finished)
+              << ": a new one starts at most every 10 minutes, at any time for root)\n";
+    }
   }
   return ok ? kOk : kFailed;
 }

@@ -6,6 +6,7 @@
 #include "client/src/connection.hpp"
 #include "client/src/convert.hpp"
 #include "client/src/job_wait.hpp"
+#include "client/src/store_path.hpp"
 #include "common/bus_errors.hpp"
 #include "epbroker/client.hpp"
 
@@ -18,12 +19,13 @@ namespace {
 constexpr const char* kBrokerInterface = "org.epbroker.Broker1";
 constexpr const char* kJobInterface = "org.epbroker.Job1";
 constexpr const char* kSessionInterface = "org.epbroker.Session1";
-// Verify re-hashes the whole store: far longer than a method call may take by default.
-constexpr std::uint64_t kVerifyTimeoutUsec = 600ULL * 1000 * 1000;
 
 std::string address_from(const ClientOptions& options) {
   if (!options.bus_address.empty()) return options.bus_address;
-  const char* env = std::getenv("EPBROKER_BUS_ADDRESS");
+  // secure_getenv: in a setuid, setgid or file-capability program (AT_SECURE)
+  // the environment is the unprivileged caller's, who could point us at a fake
+  // broker; there the system bus is used, as sd-bus does for its own variables.
+  const char* env = secure_getenv("EPBROKER_BUS_ADDRESS");
   return env ? std::string(env) : std::string();
 }
 
@@ -116,25 +118,23 @@ std::uint64_t Client::refresh(const ProgressCallback& on_progress, const CancelT
   return checked([&] { return conn_->broker->CatalogRevision(); });
 }
 
-std::vector<VerifyResult> Client::verify() {
-  const auto dicts = checked([&] {
-    // The generated call takes the connection's default timeout: raise it for this one.
-    const auto previous = conn_->bus->getMethodCallTimeout();
-    conn_->bus->setMethodCallTimeout(kVerifyTimeoutUsec);
-    try {
-      auto r = conn_->broker->Verify();
-      conn_->bus->setMethodCallTimeout(previous);
-      return r;
-    } catch (...) {
-      conn_->bus->setMethodCallTimeout(previous);
-      throw;
-    }
-  });
-  std::vector<VerifyResult> out;
-  out.reserve(dicts.size());
-  for (const auto& d : dicts) out.push_back(detail::to_verify_result(d));
+VerifyReport Client::verify(const ProgressCallback& on_progress, const CancelToken& cancel) {
+  if (cancel.cancelled()) throw Error(Errc::cancelled, "cancelled before the verification started");
+  // A job, not one long call: the daemon hashes on a worker (Broker1.Verify would
+  // answer only at the end, past a method call's timeout on a big store).
+  detail::JobWatch watch(*conn_);
+  const std::string job = detail::checked_starting([&] { return conn_->broker->StartVerify(); });
+  detail::wait_for_job(watch, job, on_progress, cancel);
+  const auto [finished, dicts] =
+      checked([&] { return conn_->broker->VerifyResults(sdbus::ObjectPath(job)); });
+  VerifyReport out;
+  out.finished = static_cast<std::int64_t>(finished);
+  out.results.reserve(dicts.size());
+  for (const auto& d : dicts) out.results.push_back(detail::to_verify_result(d));
   return out;
 }
+
+std::vector<VerifyResult> Client::verify() { return verify(ProgressCallback{}).results; }
 
 Session Client::request_session(const SessionOptions& options) {
   // Called by hand rather than through the generated proxy, which would decode
@@ -150,6 +150,16 @@ Session Client::request_session(const SessionOptions& options) {
   try {
     checked([&] { reply >> path; });
     granted = checked([&] { return detail::read_providers(reply); });
+    // Only files of the store this library trusts are handed to the app
+    // (store_path.hpp): a compromised daemon cannot point it elsewhere.
+    const std::string store = detail::trusted_store_dir();
+    for (const auto& p : granted) {
+      if (p.library_path.empty()) continue;
+      if (auto why = detail::refuse_library_path(p.library_path, store); !why.empty()) {
+        throw Error(Errc::verification_failed,
+                    "refused the daemon's library_path for " + p.name + ": " + why);
+      }
+    }
   } catch (...) {
     if (path.empty()) throw;
     Session(conn_, path, {}).release();  // do not leak the lease

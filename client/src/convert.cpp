@@ -227,7 +227,7 @@ VerifyResult to_verify_result(const Dict& d) {
 
 ProviderState parse_provider_state(const std::string& s) {
   for (auto st : {ProviderState::ready, ProviderState::available, ProviderState::installing,
-                  ProviderState::incompatible, ProviderState::revoked}) {
+                  ProviderState::incompatible, ProviderState::revoked, ProviderState::refused}) {
     if (to_string(st) == s) return st;
   }
   return ProviderState::unknown;

@@ -61,6 +61,8 @@ std::string_view to_string(ProviderState state) noexcept {
       return common::provider_state_name(common::ProviderState::incompatible);
     case ProviderState::revoked:
       return common::provider_state_name(common::ProviderState::revoked);
+    case ProviderState::refused:
+      return common::provider_state_name(common::ProviderState::refused);
     case ProviderState::unknown:
       break;
   }

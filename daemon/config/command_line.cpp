@@ -29,7 +29,15 @@ struct ValueFlag {
 constexpr ValueFlag kValueFlags[] = {
     {"--config-dir", "DIR",
      "configuration: DIR/epbroker.conf, DIR/remotes.d/*.conf\n(default /etc/epbroker)"},
-    {"--state-dir", "DIR", "trusted metadata and the package store\n(default /var/lib/epbroker)"},
+    {"--state-dir", "DIR",
+     "the daemon's state: trusted metadata, lifecycle, history\n(default "
+     "/var/lib/epbroker/daemon)"},
+    {"--store-root", "DIR",
+     "the package store (store/), owned by the commit helper\n(default /var/lib/epbroker; "
+     "--state-dir alone makes it the state\ndirectory, written by a helper the daemon starts)"},
+    {"--commit-socket", "PATH",
+     "the commit helper's socket, used when the store root is\nnot the state directory "
+     "(default /run/epbroker/commit.sock)"},
     {"--cache-dir", "DIR", "partial downloads (default /var/cache/epbroker)"},
     {"--sysfs-root", "DIR", "where sysfs is mounted (default /sys)"},
     {"--procfs-root", "DIR", "where procfs is mounted (default /proc)"},
@@ -53,7 +61,8 @@ constexpr const char* kFooter =
     "Every option that takes a value also accepts --option=VALUE.\n"
     "\n"
     "epbroker.conf [daemon] keys: idle_timeout_sec, refresh_interval_sec,\n"
-    "max_sessions_per_client, max_jobs_per_client, install_group, log_level; the\n"
+    "max_sessions_per_client, max_jobs_per_client, install_group, log_level,\n"
+    "authorization_timeout_sec (120: longest wait for polkit's answer); the\n"
     "lifecycle: keep_versions (1), keep_for_older_ort_days (30), remove_revoked\n"
     "(false), auto_update (off|download|install, default install); for\n"
     "fetching: connect_timeout_sec (default 10), low_speed_limit_bytes (1024) and\n"
@@ -126,6 +135,8 @@ Result<void> apply(std::string_view f, const std::string& v, Options& o) {
   };
   if (f == "--config-dir") return dir(o.paths.config_dir);
   if (f == "--state-dir") return dir(o.paths.state_dir);
+  if (f == "--store-root") return dir(o.paths.store_root);
+  if (f == "--commit-socket") return dir(o.paths.commit_socket);
   if (f == "--cache-dir") return dir(o.paths.cache_dir);
   if (f == "--sysfs-root") return dir(o.paths.sysfs_root);
   if (f == "--procfs-root") return dir(o.paths.procfs_root);
@@ -187,6 +198,11 @@ Result<Options> parse_command_line(int argc, const char* const* argv) {
     const std::string& value = opt->results().front();
     if (value.empty()) return bad(std::string(f.name) + " needs a value");
     if (auto ok = apply(f.name, value, o); !ok) return std::unexpected(ok.error());
+  }
+  // A state directory of one's own without a store root: one private tree, the
+  // store in it (tests, the demo; see Paths::store_root).
+  if (app.get_option("--state-dir")->count() > 0 && app.get_option("--store-root")->count() == 0) {
+    o.paths.store_root = o.paths.state_dir;
   }
   return o;
 }

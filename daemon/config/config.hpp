@@ -30,6 +30,7 @@ inline constexpr std::size_t kMaxLineBytes = 4096;
 inline constexpr std::size_t kMaxFileBytes = 64 * 1024;
 inline constexpr std::size_t kMaxRemoteFiles = 128;
 inline constexpr std::size_t kMaxMirrors = 8;
+inline constexpr std::size_t kMaxRedirectHosts = 16;
 inline constexpr std::size_t kMaxUrlBytes = 2048;
 inline constexpr std::size_t kMaxPathBytes = 4096;
 // idle_timeout_sec and --idle-timeout: at most a week.
@@ -41,7 +42,17 @@ inline constexpr std::string_view kRemotesDirName = "remotes.d";
 // Where the daemon reads and writes; every one overridable by a flag (tests, demo).
 struct Paths {
   std::filesystem::path config_dir = "/etc/epbroker";
-  std::filesystem::path state_dir = "/var/lib/epbroker";
+  // The daemon's own state (trusted metadata per remote, lifecycle, history):
+  // written by the daemon's uid.
+  std::filesystem::path state_dir = "/var/lib/epbroker/daemon";
+  // Where the package store lives (store/, staging/, and trust/: the commit
+  // helper's trusted metadata): owned by root and written only by the commit
+  // helper (daemon/commit/), which the daemon reaches at `commit_socket`. When it
+  // equals state_dir (a private tree: tests, the demo; the command line's
+  // --state-dir without --store-root makes it so), the daemon starts the helper
+  // itself as its own uid: there is no privilege to separate.
+  std::filesystem::path store_root = "/var/lib/epbroker";
+  std::filesystem::path commit_socket = "/run/epbroker/commit.sock";
   std::filesystem::path cache_dir = "/var/cache/epbroker";
   std::filesystem::path sysfs_root = "/sys";
   std::filesystem::path procfs_root = "/proc";
@@ -91,6 +102,9 @@ struct DaemonSettings {
   std::size_t max_sessions_per_client = 64;
   std::size_t max_jobs_per_client = 8;
   std::string install_group;  // empty = nobody; else [a-z_][a-z0-9_-]{0,31}
+  // How long a call waits for polkit's answer (which may wait for the user to
+  // authenticate) before it is refused; other callers are served meanwhile.
+  std::chrono::seconds authorization_timeout{120};
   LogLevel log_level = LogLevel::info;
   FetchSettings fetch;
   // Package lifecycle (docs/configuration.md, "Package lifecycle").
@@ -122,7 +136,10 @@ struct Remote {
   std::filesystem::path ca_file;       // empty = the system's CAs; absolute if config_dir is
   int priority = 0;                    // -1000..1000; the highest offering a package name owns it
   bool enabled = true;                 // a disabled remote is checked but never refreshed or used
-  std::filesystem::path source;        // the file it was read from (for messages)
+  // Hosts its servers may redirect to besides the origin of the URL asked
+  // (net/redirect_policy.hpp): "host" or "host:port", lower case, IPv6 in brackets.
+  std::vector<std::string> redirect_hosts{};
+  std::filesystem::path source;  // the file it was read from (for messages)
 
   friend bool operator==(const Remote&, const Remote&) = default;
 };

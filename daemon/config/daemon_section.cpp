@@ -31,6 +31,7 @@ constexpr std::uint64_t kMaxFetchAttempts = 16;
 constexpr std::uint64_t kMaxRetryAfter = 3600;
 constexpr std::uint64_t kMaxKeepVersions = 100;
 constexpr std::uint64_t kMaxKeepForOlderOrtDays = 3650;  // ten years
+constexpr std::uint64_t kMaxAuthorizationTimeout = 3600;
 
 // One of the [daemon] fetch keys applied to `f`; nullopt if `e` is not one.
 std::optional<Result<void>> apply_fetch_key(const Entry& e, const std::string& prefix,
@@ -99,6 +100,10 @@ Result<void> apply_daemon_section(const Section& section, const std::string& fil
                                          quote_for_message(e.value));
       }
       d.install_group = e.value;
+    } else if (e.key == "authorization_timeout_sec") {
+      auto v = uint_in(e.value, 1, kMaxAuthorizationTimeout, prefix);
+      if (!v) return std::unexpected(v.error());
+      d.authorization_timeout = std::chrono::seconds(*v);
     } else if (e.key == "log_level") {
       auto v = parse_log_level(e.value);
       if (!v) return fail(Errc::bad_field, prefix + v.error().message);

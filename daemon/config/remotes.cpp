@@ -3,7 +3,9 @@
 #include "daemon/config/sections.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <system_error>
@@ -23,6 +25,78 @@ using catalog::quote_for_message;
 // The range of `priority` (docs/configuration.md); its default is Remote::priority's.
 constexpr int kMinPriority = -1000;
 constexpr int kMaxPriority = 1000;
+
+// One `redirect_hosts` entry: "host" or "host:port", the host as URLs take it
+// (letters, digits, '-', '.', '_', or an IPv6 literal in brackets), the port
+// 1..65535. Returned in lower case. Nullopt otherwise (a scheme, a path, a
+// wildcard). net/redirect_policy.cpp reads the same syntax.
+std::optional<std::string> redirect_host(std::string_view s) {
+  std::string_view host = s;
+  std::string_view port;
+  bool has_port = false;
+  if (s.starts_with('[')) {
+    const std::size_t close = s.find(']');
+    if (close == std::string_view::npos || close < 2) return std::nullopt;
+    host = s.substr(0, close + 1);
+    const bool ok = std::all_of(host.begin() + 1, host.end() - 1, [](char c) {
+      return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
+    });
+    if (!ok) return std::nullopt;
+    const std::string_view after = s.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return std::nullopt;
+      port = after.substr(1);
+      has_port = true;
+    }
+  } else {
+    if (const std::size_t colon = s.rfind(':'); colon != std::string_view::npos) {
+      host = s.substr(0, colon);
+      port = s.substr(colon + 1);
+      has_port = true;
+    }
+    const bool ok = !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+    });
+    if (!ok) return std::nullopt;
+  }
+  if (has_port) {
+    const auto p = parse_uint(port);
+    if (!p || *p == 0 || *p > 65535) return std::nullopt;
+  }
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  });
+  return out;
+}
+
+// `redirect_hosts`: entries separated by blanks (as `mirrors`), at most
+// kMaxRedirectHosts, none twice.
+Result<std::vector<std::string>> parse_redirect_hosts(const Entry& e, const std::string& file) {
+  std::vector<std::string> out;
+  std::string_view rest = e.value;
+  while (!(rest = trim(rest)).empty()) {
+    const std::size_t end = rest.find_first_of(" \t");
+    const std::string_view one = rest.substr(0, end);
+    rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+    auto host = redirect_host(one);
+    if (!host) {
+      return fail(Errc::bad_field, at_key(file, e) +
+                                       "expected host or host:port (no scheme, path "
+                                       "or wildcard), got " +
+                                       quote_for_message(one, 200));
+    }
+    if (std::find(out.begin(), out.end(), *host) != out.end()) {
+      return fail(Errc::bad_field, at_key(file, e) + quote_for_message(one, 200) + " listed twice");
+    }
+    if (out.size() == kMaxRedirectHosts) {
+      return fail(Errc::bad_field,
+                  at_key(file, e) + "more than " + std::to_string(kMaxRedirectHosts) + " hosts");
+    }
+    out.push_back(std::move(*host));
+  }
+  return out;
+}
 
 // One remotes.d file's [remote] section; `source` is left to the caller.
 Result<Remote> parse_remote_section(const Section& section, const std::string& file,
@@ -56,6 +130,10 @@ Result<Remote> parse_remote_section(const Section& section, const std::string& f
       auto v = parse_bool(e.value, prefix);
       if (!v) return std::unexpected(v.error());
       r.enabled = *v;
+    } else if (e.key == "redirect_hosts") {
+      auto v = parse_redirect_hosts(e, file);
+      if (!v) return std::unexpected(v.error());
+      r.redirect_hosts = std::move(*v);
     } else if (e.key == "priority") {
       auto v = int_in(e.value, kMinPriority, kMaxPriority, prefix);
       if (!v) return std::unexpected(v.error());

@@ -1,10 +1,12 @@
 // The Broker: start-up (hardware, store, catalog cache), its worker threads, removal,
-// verification, cancelling jobs. The catalog, installs and sessions have files of
-// their own (broker_catalog.cpp, broker_install.cpp, broker_sessions.cpp).
+// cancelling jobs. The catalog, installs, sessions and verification have files of
+// their own (broker_catalog.cpp, broker_install.cpp, broker_sessions.cpp,
+// broker_verify.cpp).
 #include "daemon/core/broker.hpp"
 
 #include <algorithm>
 
+#include "daemon/commit/commit.hpp"
 #include "daemon/core/broker_internal.hpp"
 #include "daemon/log/log.hpp"
 
@@ -56,12 +58,28 @@ Result<std::unique_ptr<Broker>> Broker::create(BrokerOptions options, BrokerList
   }
   // The store is locked while another instance (one exiting when idle) still has it
   // open: wait for it rather than fail the activation that started us.
-  auto store = store::Store::open(options.config.paths.state_dir);
+  // The store is only read here; the committer changes it (store/committer.hpp).
+  if (!options.committer) {
+    commit::CommitEnv env;
+    env.store_root = options.config.paths.store_root;
+    env.remotes = options.config.remotes;
+    options.committer = std::make_shared<commit::LocalCommitter>(std::move(env));
+  }
+  // What a crash interrupted goes first (the committer's Store::open()); a
+  // committer out of reach now is reported, and every commit retries it anyway.
+  if (auto ok = options.committer->recover(); !ok) {
+    log::warn("store: recovery by the committer failed: {}", ok.error().message);
+  }
+  const fs::path lock_file = options.config.paths.state_dir / "daemon.lock";
+  auto open = [&] {
+    return store::Store::open_view(options.config.paths.store_root, lock_file, options.committer);
+  };
+  auto store = open();
   const auto lock_deadline = std::chrono::steady_clock::now() + options.store_lock_wait;
   while (!store && store.error().code == catalog::Errc::busy &&
          std::chrono::steady_clock::now() < lock_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    store = store::Store::open(options.config.paths.state_dir);
+    store = open();
   }
   if (!store) return std::unexpected(store.error());
   // Discovery problems leave the device list short, not the daemon down.
@@ -77,6 +95,8 @@ Broker::~Broker() {
   // The next instance takes these leases again for the apps still running.
   save_leases();
   jobs_.cancel_all();
+  // cancel_all() lets a verification run on (its callers wait for it): not now.
+  if (auto verifying = jobs_.find_active(JobKind::verify, "")) verifying->request_cancel();
   std::lock_guard lock(threads_mu_);
   threads_.clear();  // jthread joins each worker
 }
@@ -95,24 +115,6 @@ void Broker::spawn(std::function<void()> work) {
 }
 
 std::vector<hardware::Device> Broker::devices() const { return devices_; }
-
-std::vector<VerifyResult> Broker::verify() const {
-  std::vector<VerifyResult> out;
-  auto report = store_.verify();
-  if (!report) return out;
-  for (const auto& p : store_.list()) {
-    VerifyResult r{p.name(), p.version(), true, ""};
-    for (const auto& d : report->damaged) {
-      if (d.package.name() == p.name() && d.package.version() == p.version()) {
-        r.ok = false;
-        for (const auto& problem : d.problems)
-          r.problem += (r.problem.empty() ? "" : "; ") + problem;
-      }
-    }
-    out.push_back(std::move(r));
-  }
-  return out;
-}
 
 Result<void> Broker::cancel_job(const RequestContext& ctx, std::uint64_t id) {
   const auto job = jobs_.find(id);

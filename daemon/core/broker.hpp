@@ -34,9 +34,11 @@
 #include "daemon/core/lifecycle_state.hpp"
 #include "daemon/core/request_context.hpp"
 #include "daemon/core/session_registry.hpp"
+#include "daemon/core/verify_runs.hpp"
 #include "daemon/core/version_plan.hpp"
 #include "daemon/hardware/device.hpp"
 #include "daemon/hardware/discovery.hpp"
+#include "daemon/store/committer.hpp"
 #include "daemon/store/store.hpp"
 
 namespace epbrokerd::core {
@@ -47,6 +49,15 @@ struct CatalogEntry {
   std::string target_path;
   std::uint64_t length = 0;
   catalog::EpMetadata meta;
+};
+
+// A target whose claimed package name its path does not bind
+// (catalog/name_binding.hpp): never installable; ListProviders shows it as
+// "refused" only when nothing valid (a catalog entry, an installed package) has
+// that name, so it never hides or replaces the genuine package.
+struct RefusedEntry {
+  CatalogEntry entry;
+  std::string reason;
 };
 
 // One installed version of a package, and what it is kept for.
@@ -120,13 +131,6 @@ struct SessionGrant {
   std::vector<ProviderView> providers;
 };
 
-struct VerifyResult {
-  std::string name;
-  std::string version;
-  bool ok = true;
-  std::string problem;
-};
-
 class BrokerListener {
  public:
   virtual ~BrokerListener() = default;
@@ -152,6 +156,10 @@ struct BrokerOptions {
   std::function<bool()> metered;
   // The clock of the lifecycle (older-ORT keeping, history times); tests set it.
   std::function<std::int64_t()> now;
+  // What changes the store under config.paths.store_root (store/committer.hpp):
+  // epbrokerd's main passes the commit helper (daemon/commit/helper_committer);
+  // unset, the commit runs in this process (commit::LocalCommitter: unit tests).
+  std::shared_ptr<store::Committer> committer;
 };
 
 class Broker {
@@ -217,6 +225,22 @@ class Broker {
   void adopt_leases(const std::function<bool(const std::string& owner)>& alive);
   // TUF refresh of every remote, as a job (org.epbroker.manage).
   Result<std::uint64_t> refresh(const RequestContext& ctx);
+  // Re-hashes the store as a job (JobKind::verify: BytesDone/BytesTotal over the
+  // installed payload bytes) on a worker thread, one at a time (broker_verify.cpp).
+  // Returns, in this order:
+  //   1. the running verification, whoever asks (joined);
+  //   2. with `may_start` (false while the daemon stops): a new run when none
+  //      started in the last kVerifyInterval, or when the caller may
+  //      org.epbroker.manage (root; polkit is asked without user interaction);
+  //   3. the latest completed run's outcome, as a job that is done at once;
+  //   4. else Busy, saying when a new run may start (kExitingMessage without
+  //      `may_start`).
+  Result<std::uint64_t> start_verify(const RequestContext& ctx, bool may_start = true);
+  // What verify job `job` found. NotFound for an unknown job or one no longer
+  // kept (VerifyRuns::kKept); Busy while it runs; its error when it failed or was
+  // cancelled.
+  Result<VerifyRun> verify_results(std::uint64_t job) const;
+  // The same verification, on the calling thread (tests of the core).
   std::vector<VerifyResult> verify() const;
   // When every enabled remote was last refreshed successfully (wall clock; the
   // oldest of them, read from the state dir at start); nullopt if one never was.
@@ -239,6 +263,7 @@ class Broker {
   std::uint64_t catalog_revision() const;
   std::string catalog_expires() const;
   JobTable& jobs() { return jobs_; }
+  Authorizer& authorizer() const { return *options_.authorizer; }
   const SessionRegistry& sessions() const { return sessions_; }
   const config::Config& config() const { return options_.config; }
 
@@ -289,7 +314,19 @@ class Broker {
   // The newest entry of `name` compatible with this machine; `reason` says why none.
   std::optional<CatalogEntry> newest_entry(const std::string& name, std::string* reason) const;
   void run_refresh(std::shared_ptr<Job> job);
-  catalog::Result<std::vector<CatalogEntry>> refresh_remote(const config::Remote& remote, Job& job);
+  // A verify job's work (broker_verify.cpp); results_of() the rows of a report.
+  void run_verify(std::shared_ptr<Job> job);
+  std::vector<VerifyResult> results_of(const store::VerifyReport& report) const;
+  // What refresh_remote() lists for one remote.
+  struct RemoteCatalog {
+    // Valid entries: fresh ones, and the previous ones whose paths a failed
+    // delegated role withholds (catalog::tuf::Updater::list_targets()).
+    std::vector<CatalogEntry> entries;
+    std::vector<RefusedEntry> refused;
+    // Set when delegated roles failed: names them (the refresh job's error).
+    std::optional<catalog::Error> failed_roles;
+  };
+  catalog::Result<RemoteCatalog> refresh_remote(const config::Remote& remote, Job& job);
   // The cached views (see providers()): recomputed by the first reader after
   // invalidate_providers(), which every change of catalog_, of the store or of
   // an install job's activity calls once that change is visible.
@@ -310,6 +347,7 @@ class Broker {
   std::vector<hardware::Device> devices_;
   catalog::MachineInfo machine_;  // devices_ as compatibility matching sees them (fixed)
   std::vector<CatalogEntry> catalog_;
+  std::vector<RefusedEntry> refused_;  // guarded by mu_, changed with catalog_
   std::uint64_t revision_ = 0;
   std::string expires_;
   std::optional<std::chrono::system_clock::time_point> last_refresh_;
@@ -321,6 +359,7 @@ class Broker {
   mutable std::uint64_t views_gen_ = 0;
   JobTable jobs_;
   SessionRegistry sessions_;
+  VerifyRuns verify_runs_;
   // A job's worker thread, and whether its work has returned (so joining it is
   // immediate). spawn() joins and drops the finished ones: an exited thread that
   // is never joined keeps its stack (8 MiB of address space) mapped.

@@ -7,6 +7,7 @@
 
 #include "catalog/atomic_file.hpp"
 #include "catalog/canonical_json.hpp"
+#include "catalog/name_binding.hpp"
 #include "catalog/tuf/updater.hpp"
 
 #include "daemon/core/broker_internal.hpp"
@@ -31,11 +32,25 @@ void Broker::load_catalog_cache() {
     if (!text) continue;
     auto doc = catalog::parse_json(*text);
     if (!doc || !doc->is_object() || !(*doc)["entries"].is_array()) continue;
-    for (const auto& e : (*doc)["entries"]) {
-      auto meta = catalog::parse_ep_metadata(e.value("custom", nlohmann::json()));
-      if (!meta) continue;
-      entries.push_back(
-          {remote.name, e.value("target_path", ""), e.value("length", 0ULL), std::move(*meta)});
+    // The name binding is checked again (catalog/name_binding.hpp): a file an
+    // older daemon wrote may list what this one refuses. What it refused stays
+    // refused, whatever the file says.
+    for (const char* list : {"entries", "refused"}) {
+      if (!(*doc)[list].is_array()) continue;
+      for (const auto& e : (*doc)[list]) {
+        auto meta = catalog::parse_ep_metadata(e.value("custom", nlohmann::json()));
+        if (!meta) continue;
+        CatalogEntry entry{remote.name, e.value("target_path", ""), e.value("length", 0ULL),
+                           std::move(*meta)};
+        auto bound = catalog::check_name_binding(entry.meta.name, entry.target_path);
+        if (!bound) {
+          log::warn("catalog cache: remote {}: refused target {} claiming package name {}: {}",
+                    remote.name, entry.target_path, entry.meta.name, bound.error().message);
+          refused_.push_back({std::move(entry), bound.error().message});
+        } else if (list == std::string_view("entries")) {
+          entries.push_back(std::move(entry));
+        }
+      }
     }
     revision_ = std::max<std::uint64_t>(revision_, (*doc).value("revision", 0ULL));
     expires_ = (*doc).value("expires", "");
@@ -218,6 +233,23 @@ std::vector<ProviderView> Broker::compute_providers() const {
     }
     out.push_back(std::move(v));
   }
+  // 4. Refused claims (catalog/name_binding.hpp), one row per name, only for
+  //    names nothing above has: a claim never hides or replaces a valid package.
+  std::vector<RefusedEntry> refused;
+  {
+    std::lock_guard lock(mu_);
+    refused = refused_;
+  }
+  for (const auto& r : refused) {
+    if (std::find(names.begin(), names.end(), r.entry.meta.name) != names.end()) continue;
+    names.push_back(r.entry.meta.name);
+    ProviderView v = view_of(&r.entry, std::nullopt);
+    v.state = ProviderState::refused;
+    v.reason = r.reason;
+    v.devices.clear();
+    v.job = 0;
+    out.push_back(std::move(v));
+  }
   return out;
 }
 
@@ -241,8 +273,8 @@ Result<std::uint64_t> Broker::refresh(const RequestContext& ctx) {
   return job->id();
 }
 
-catalog::Result<std::vector<CatalogEntry>> Broker::refresh_remote(const config::Remote& remote,
-                                                                  Job& job) {
+catalog::Result<Broker::RemoteCatalog> Broker::refresh_remote(const config::Remote& remote,
+                                                              Job& job) {
   auto fetcher = options_.fetcher_factory(remote);
   auto ucfg = updater_config(options_.config, remote, job);
   if (auto ok = ensure_trusted_root(remote, ucfg.metadata_dir); !ok) {
@@ -250,31 +282,87 @@ catalog::Result<std::vector<CatalogEntry>> Broker::refresh_remote(const config::
   }
   catalog::tuf::Updater updater(ucfg, *fetcher);
   if (job.cancel_requested()) return catalog::fail(catalog::Errc::cancelled, "cancelled");
-  auto targets = updater.all_targets();
-  if (!targets) {
+  // A delegated role that fails does not fail the listing: see below.
+  auto listing = updater.list_targets();
+  if (!listing) {
     // "0 of 1 required signatures are valid" alone does not say that the admin
     // replaced the trusted root file: say so, and how to re-anchor.
-    auto err = targets.error();
+    auto err = listing.error();
     if (auto changed = anchor_changed(remote, ucfg.metadata_dir)) err.message += "; " + *changed;
     return std::unexpected(err);
   }
   if (auto changed = anchor_changed(remote, ucfg.metadata_dir)) {
     log::warn("refresh: {}", *changed);
   }
-  std::vector<CatalogEntry> out;
-  for (const auto& t : *targets) {
+  RemoteCatalog out;
+  const auto add = [&](CatalogEntry e) {
+    // Issue 17: a name is trusted only from its own path namespace "NAME/", so
+    // a role delegated other paths cannot take it over (catalog/name_binding.hpp).
+    if (auto bound = catalog::check_name_binding(e.meta.name, e.target_path); !bound) {
+      log::warn("refresh: remote {}: refused target {} claiming package name {}: {}", remote.name,
+                e.target_path, e.meta.name, bound.error().message);
+      out.refused.push_back({std::move(e), bound.error().message});
+      return;
+    }
+    out.entries.push_back(std::move(e));
+  };
+  for (const auto& t : listing->targets) {
     // Targets without (valid) EP metadata are not providers; skipped.
     if (t.custom.is_null() || !t.custom.contains("epbroker")) continue;
     auto meta = catalog::parse_ep_metadata(t.custom);
     if (!meta) continue;
-    out.push_back({remote.name, t.path, t.length, std::move(*meta)});
+    add({remote.name, t.path, t.length, std::move(*meta)});
+  }
+  // Issue 17, item 6: delegated roles that failed (unreachable, or refused by a
+  // TUF check) affect only the packages under their paths: those whose search
+  // meets a failed role keep their previous entries (as a failing remote keeps
+  // its list), the others are what the roles that verified say now.
+  if (!listing->failed.empty()) {
+    std::vector<CatalogEntry> previous;
+    std::vector<RefusedEntry> previous_refused;
+    {
+      std::lock_guard lock(mu_);
+      for (const auto& e : catalog_) {
+        if (e.remote == remote.name) previous.push_back(e);
+      }
+      for (const auto& r : refused_) {
+        if (r.entry.remote == remote.name) previous_refused.push_back(r);
+      }
+    }
+    for (auto& e : previous) {
+      auto by = updater.withheld_by(e.target_path);
+      if (!by) return std::unexpected(by.error());
+      if (*by) out.entries.push_back(std::move(e));
+    }
+    for (auto& r : previous_refused) {
+      auto by = updater.withheld_by(r.entry.target_path);
+      if (!by) return std::unexpected(by.error());
+      if (*by) out.refused.push_back(std::move(r));
+    }
+    std::string message;
+    for (const auto& f : listing->failed) {
+      std::string paths;
+      for (const auto& p : f.paths) paths += (paths.empty() ? "" : ", ") + p;
+      const std::string one = "delegated role " + f.name + " (paths " + paths +
+                              ") failed: " + std::string(catalog::errc_name(f.error.code)) + ": " +
+                              f.error.message;
+      log::warn("refresh: remote {}: {}; its packages keep their previous entries", remote.name,
+                one);
+      message += (message.empty() ? "" : "; ") + one;
+    }
+    out.failed_roles = catalog::Error{listing->failed.front().error.code,
+                                      message +
+                                          " (the packages under its paths keep their "
+                                          "previous entries; the others are updated)"};
   }
   // Derived cache for the next start (see load_catalog_cache()).
   const auto* ts = updater.trusted()->timestamp() ? &*updater.trusted()->timestamp() : nullptr;
   nlohmann::json doc = {{"revision", updater.trusted()->snapshot()->signed_.version},
                         {"expires", ts ? catalog::tuf::format_expires(ts->signed_.expires) : ""},
-                        {"entries", nlohmann::json::array()}};
-  for (const auto& e : out) doc["entries"].push_back(entry_json(e));
+                        {"entries", nlohmann::json::array()},
+                        {"refused", nlohmann::json::array()}};
+  for (const auto& e : out.entries) doc["entries"].push_back(entry_json(e));
+  for (const auto& r : out.refused) doc["refused"].push_back(entry_json(r.entry));
   (void)catalog::atomic_write_file(
       options_.config.paths.state_dir / "remotes" / remote.name / "catalog.json", doc.dump(1));
   {
@@ -290,25 +378,37 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
   // Remotes in priority order. A remote whose refresh fails (unreachable, or
   // serving something its trusted metadata refuses) keeps what it listed
   // before: one bad remote neither empties nor freezes the others' catalogs.
+  // A remote whose delegated roles partly failed is refreshed (what failed
+  // keeps its entries; see refresh_remote()), and the job still fails, naming
+  // the roles.
   std::vector<std::vector<CatalogEntry>> fresh;
+  std::vector<RefusedEntry> refused;
   std::optional<catalog::Error> first_error;
   bool any_ok = false;
   for (const auto& remote : options_.config.remotes) {
     if (!remote.enabled) continue;
-    auto entries = refresh_remote(remote, *job);
-    if (entries) {
+    auto listed = refresh_remote(remote, *job);
+    if (listed) {
       any_ok = true;
-      fresh.push_back(std::move(*entries));
+      if (listed->failed_roles && !first_error) {
+        first_error = *listed->failed_roles;
+        first_error->message = "remote " + remote.name + ": " + first_error->message;
+      }
+      fresh.push_back(std::move(listed->entries));
+      std::move(listed->refused.begin(), listed->refused.end(), std::back_inserter(refused));
       continue;
     }
     if (!first_error) {
-      first_error = entries.error();
+      first_error = listed.error();
       first_error->message = "remote " + remote.name + ": " + first_error->message;
     }
     std::vector<CatalogEntry> kept;
     std::lock_guard lock(mu_);
     for (const auto& e : catalog_) {
       if (e.remote == remote.name) kept.push_back(e);
+    }
+    for (const auto& r : refused_) {
+      if (r.entry.remote == remote.name) refused.push_back(r);
     }
     fresh.push_back(std::move(kept));
   }
@@ -318,6 +418,7 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
     for (auto& list : fresh) std::move(list.begin(), list.end(), std::back_inserter(all));
     std::lock_guard lock(mu_);
     catalog_ = drop_shadowed(std::move(all));
+    refused_ = std::move(refused);
     rev = revision_;
     if (!first_error) last_refresh_ = std::chrono::system_clock::now();
   }

@@ -34,19 +34,33 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
     return fail(Errc::Busy, ctx.sender + " holds the per-client maximum of sessions");
   }
   // 2. Which providers: asked-for ones, or every one the catalog or store knows
-  //    (the cached views; only the granted ones are copied).
+  //    (the cached views, one row per package; only the granted ones are copied).
   const auto views = provider_views();
+  auto wanted = [&](const ProviderView& v) {
+    return request.providers.empty() ||
+           std::find(request.providers.begin(), request.providers.end(), v.name) !=
+               request.providers.end();
+  };
+  // 3. Installs: one authorization for all the packages to install, decided before
+  //    anything is leased; the call ends here when it must be asked first (the
+  //    D-Bus layer asks polkit once and calls again with the answer).
+  std::optional<Result<void>> may_install;
+  if (request.download && std::any_of(views->begin(), views->end(), [&](const ProviderView& v) {
+        return v.state == ProviderState::available && wanted(v);
+      })) {
+    may_install = options_.authorizer->check(ctx, Action::install);
+    if (!*may_install && ctx.authorization && ctx.authorization->wants_asking()) {
+      return std::unexpected(may_install->error());
+    }
+  }
   SessionGrant grant;
   std::vector<store::LeaseId> leases;
   std::vector<std::string> lease_names;
   for (const auto& cached : *views) {
-    if (!request.providers.empty() && std::find(request.providers.begin(), request.providers.end(),
-                                                cached.name) == request.providers.end()) {
-      continue;
-    }
+    if (!wanted(cached)) continue;
     ProviderView v = cached;
     if (v.state == ProviderState::ready) {
-      // 3. One version per package: the newest installed one the app's ORT can
+      // 4. One version per package: the newest installed one the app's ORT can
       //    load, not above the current one; leased under the lifecycle's lock,
       //    so no removal or collection slips between the choice and the lease.
       std::lock_guard lock(life_mu_);
@@ -84,8 +98,11 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
         leases.push_back(*lease);
         lease_names.push_back(v.name + "/" + v.version);
       }
-    } else if (v.state == ProviderState::available && request.download) {
-      auto job = ensure_provider(ctx, v.name);
+    } else if (v.state == ProviderState::available && may_install) {
+      // (may_install is set when downloads were asked for and one is available.)
+      // ensure_provider() decides the authorization again, from the same answer.
+      auto job = *may_install ? ensure_provider(ctx, v.name)
+                              : Result<std::uint64_t>(std::unexpected(may_install->error()));
       if (job) {
         v.state = ProviderState::installing;
         v.job = *job;
@@ -95,7 +112,7 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
     }
     grant.providers.push_back(std::move(v));
   }
-  // 3. The lease itself.
+  // 5. The lease itself.
   auto id = sessions_.open(ctx, lease_names);
   if (!id) {
     for (auto l : leases) store_.release_lease(l);

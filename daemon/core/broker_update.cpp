@@ -5,6 +5,7 @@
 
 #include "daemon/core/broker.hpp"
 #include "daemon/core/broker_internal.hpp"
+#include "daemon/core/public_error.hpp"
 #include "daemon/log/log.hpp"
 
 namespace epbrokerd::core {
@@ -81,7 +82,7 @@ void Broker::finish_install(const Job& job, const CatalogEntry& entry, const Ins
   pinned_.erase({name, version});
   if (!installed) {
     record(intent.ctx, intent.action, name, intent.from, version,
-           result_name(Error(installed.error())), installed.error().message);
+           result_name(Error(installed.error())), public_message(Error(installed.error())));
     return;
   }
   // A removal (or anything else) cancelled it after the commit: it stays out of

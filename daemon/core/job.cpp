@@ -1,8 +1,23 @@
 #include "daemon/core/job.hpp"
 
+#include <utility>
+
+#include "daemon/core/public_error.hpp"
+#include "daemon/log/log.hpp"
+
 namespace epbrokerd::core {
 
-std::string_view job_kind_name(JobKind k) { return k == JobKind::install ? "install" : "refresh"; }
+std::string_view job_kind_name(JobKind k) {
+  switch (k) {
+    case JobKind::install:
+      return "install";
+    case JobKind::refresh:
+      return "refresh";
+    case JobKind::verify:
+      return "verify";
+  }
+  return "install";  // not a JobKind value (a cast)
+}
 
 bool is_final(JobState s) {
   return s == JobState::done || s == JobState::failed || s == JobState::cancelled;
@@ -57,12 +72,17 @@ void Job::succeed() {
 }
 
 void Job::fail(Error e) {
+  // Every bus client can read the job's error: what it may see of it
+  // (public_error.hpp); the journal gets the whole message.
+  const std::string full = std::exchange(e.message, public_message(e));
+  const bool hidden = full != e.message;
   {
     std::lock_guard lock(mu_);
     if (is_final(snap_.state)) return;
     snap_.state = e.code == Errc::Cancelled ? JobState::cancelled : JobState::failed;
     snap_.error = std::move(e);
   }
+  if (hidden) log::warn("job {} failed; in full: {}", id_, full);
   notify();
 }
 
@@ -109,7 +129,9 @@ std::size_t JobTable::active_count_for(const std::string& sender) const {
 
 void JobTable::cancel_all() {
   std::lock_guard lock(mu_);
-  for (const auto& [id, job] : jobs_) job->request_cancel();
+  for (const auto& [id, job] : jobs_) {
+    if (job->snapshot().kind != JobKind::verify) job->request_cancel();
+  }
 }
 
 std::vector<std::uint64_t> JobTable::prune(std::size_t keep) {

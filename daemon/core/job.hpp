@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <vector>
 
@@ -19,7 +20,10 @@
 
 namespace epbrokerd::core {
 
-enum class JobKind { install, refresh };
+// install: a package (Target its name); refresh: the catalogs of every remote;
+// verify: re-hashing the store (Broker::start_verify; BytesDone/BytesTotal over the
+// installed bytes to hash).
+enum class JobKind { install, refresh, verify };
 // The states a job goes through, as Job1.State reports them (common/wire.hpp).
 using common::job_state_name;
 using common::JobState;
@@ -30,7 +34,7 @@ bool is_final(JobState s);
 struct JobSnapshot {
   std::uint64_t id = 0;
   JobKind kind = JobKind::install;
-  std::string target;  // package name for installs, "" for refresh
+  std::string target;  // package name for installs, "" for refresh and verify
   JobState state = JobState::queued;
   std::uint64_t bytes_done = 0;
   std::uint64_t bytes_total = 0;
@@ -58,8 +62,13 @@ class Job {
   void fail(Error e);
 
   // Any thread: asks the worker to stop; it checks cancel_requested().
-  void request_cancel() { cancel_.store(true); }
+  void request_cancel() {
+    cancel_.store(true);
+    stop_.request_stop();
+  }
   bool cancel_requested() const { return cancel_.load(); }
+  // The same request, for work that takes a std::stop_token.
+  std::stop_token stop_token() const { return stop_.get_token(); }
 
  private:
   void notify();
@@ -68,6 +77,7 @@ class Job {
   mutable std::mutex mu_;
   JobSnapshot snap_;
   std::atomic<bool> cancel_{false};
+  std::stop_source stop_;
   JobListener on_change_;
 };
 
@@ -82,7 +92,8 @@ class JobTable {
   std::shared_ptr<Job> find_active(JobKind kind, const std::string& target) const;
   std::size_t active_count() const;
   std::size_t active_count_for(const std::string& sender) const;
-  // Asks every unfinished job to stop (shutdown).
+  // Asks every unfinished job to stop (shutdown), except a verification: it only
+  // reads, ends by itself, and its callers wait for its result (Broker1.Verify).
   void cancel_all();
   // Forgets finished jobs beyond the newest `keep` (their bus objects go too).
   std::vector<std::uint64_t> prune(std::size_t keep);

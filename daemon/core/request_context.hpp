@@ -7,13 +7,19 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 
 namespace epbrokerd::core {
 
+class CallAuthorization;  // authorizer.hpp
+
 struct RequestContext {
   uid_t uid = static_cast<uid_t>(-1);  // from the bus credentials, never from arguments
   std::string sender;                  // unique bus name, e.g. ":1.42"
+  // What this bus call learnt by asking polkit (authorizer.hpp); set by the D-Bus
+  // layer, null for the daemon's own work and in tests of the core.
+  std::shared_ptr<CallAuthorization> authorization = {};
 };
 
 }  // namespace epbrokerd::core

@@ -25,28 +25,32 @@ class BrokerObject final
   ~BrokerObject();
 
  private:
-  std::vector<std::map<std::string, sdbus::Variant>> ListDevices() override;
-  std::vector<std::map<std::string, sdbus::Variant>> ListProviders() override;
-  sdbus::ObjectPath EnsureProvider(const std::string& name) override;
-  sdbus::ObjectPath InstallProvider(const std::string& name,
-                                    const std::map<std::string, sdbus::Variant>& options) override;
-  std::vector<std::map<std::string, sdbus::Variant>> Update(
-      const std::vector<std::string>& names,
-      const std::map<std::string, sdbus::Variant>& options) override;
-  void Hold(const std::string& name) override;
-  void Unhold(const std::string& name) override;
-  std::tuple<std::string, std::string> Rollback(const std::string& name) override;
-  std::vector<std::map<std::string, sdbus::Variant>> History(const std::string& name) override;
-  std::vector<std::map<std::string, sdbus::Variant>> CollectGarbage() override;
-  void RemoveProvider(const std::string& name) override;
-  void RemoveProviderNow(const std::string& name) override;
-  void ResetRemote(const std::string& name) override;
-  sdbus::ObjectPath RefreshCatalog() override;
-  std::vector<std::map<std::string, sdbus::Variant>> Verify() override;
+  using Dicts = std::vector<std::map<std::string, sdbus::Variant>>;
+  using Options = std::map<std::string, sdbus::Variant>;
+  // Methods that may need polkit are answered asynchronously (authorized_call.hpp).
+  Dicts ListDevices() override;
+  Dicts ListProviders() override;
+  void EnsureProvider(sdbus::Result<sdbus::ObjectPath>&& result, std::string name) override;
+  void InstallProvider(sdbus::Result<sdbus::ObjectPath>&& result, std::string name,
+                       Options options) override;
+  void Update(sdbus::Result<Dicts>&& result, std::vector<std::string> names,
+              Options options) override;
+  void Hold(sdbus::Result<>&& result, std::string name) override;
+  void Unhold(sdbus::Result<>&& result, std::string name) override;
+  void Rollback(sdbus::Result<std::string, std::string>&& result, std::string name) override;
+  Dicts History(const std::string& name) override;
+  void CollectGarbage(sdbus::Result<Dicts>&& result) override;
+  void RemoveProvider(sdbus::Result<>&& result, std::string name) override;
+  void RemoveProviderNow(sdbus::Result<>&& result, std::string name) override;
+  void ResetRemote(sdbus::Result<>&& result, std::string name) override;
+  void RefreshCatalog(sdbus::Result<sdbus::ObjectPath>&& result) override;
+  // Verification as a job (see the XML): StartVerify returns it, VerifyResults
+  // reads what it found, Verify answers with that when it ends.
+  void StartVerify(sdbus::Result<sdbus::ObjectPath>&& result) override;
+  std::tuple<uint64_t, Dicts> VerifyResults(const sdbus::ObjectPath& job) override;
+  void Verify(sdbus::Result<Dicts>&& result) override;
   // Answers first, then registers the session object (see the XML).
-  void RequestSession(
-      sdbus::Result<sdbus::ObjectPath, std::vector<std::map<std::string, sdbus::Variant>>>&& result,
-      std::map<std::string, sdbus::Variant> options) override;
+  void RequestSession(sdbus::Result<sdbus::ObjectPath, Dicts>&& result, Options options) override;
   std::string Version() override;
   std::string DaemonState() override;
   uint64_t CatalogRevision() override;

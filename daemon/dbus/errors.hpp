@@ -21,6 +21,11 @@ namespace epbrokerd::dbus {
 std::string bus_error_name_of(const core::Error& e);
 
 [[noreturn]] void throw_bus_error(const core::Error& e);
+// The same error, not thrown (for a reply sent later).
+sdbus::Error bus_error_of(const core::Error& e);
+
+// A reply (or error) that could not be sent: logged. The caller is usually gone.
+void log_unsent_reply(const sdbus::Error& e);
 
 // A bug: an exception the core let out of a call. Logged with where it happened, and
 // reported as org.epbroker.Error.Internal (never as the caller's fault).

@@ -2,9 +2,11 @@
 
 #include <grp.h>
 #include <pwd.h>
+#include <unistd.h>
 
 #include <map>
 #include <tuple>
+#include <utility>
 
 #include "daemon/log/log.hpp"
 
@@ -13,12 +15,18 @@ namespace epbrokerd::dbus {
 using core::Errc;
 using core::fail;
 
-PolkitAuthorizer::PolkitAuthorizer(std::unique_ptr<sdbus::IConnection> conn)
-    : conn_(std::move(conn)),
-      authority_(sdbus::createProxy(*conn_, "org.freedesktop.PolicyKit1",
-                                    "/org/freedesktop/PolicyKit1/Authority")) {
-  authority_->finishRegistration();
-}
+namespace {
+
+constexpr const char* kAuthorityInterface = "org.freedesktop.PolicyKit1.Authority";
+// CheckAuthorization's flags.
+constexpr std::uint32_t kAllowUserInteraction = 1;
+
+}  // namespace
+
+PolkitAuthorizer::PolkitAuthorizer(sdbus::IConnection& conn, std::chrono::seconds timeout)
+    : timeout_(timeout),
+      authority_(sdbus::createProxy(conn, "org.freedesktop.PolicyKit1",
+                                    "/org/freedesktop/PolicyKit1/Authority")) {}
 
 bool PolkitAuthorizer::available(sdbus::IConnection& conn) {
   try {
@@ -42,38 +50,98 @@ bool PolkitAuthorizer::available(sdbus::IConnection& conn) {
 }
 
 core::Result<void> PolkitAuthorizer::check(const core::RequestContext& ctx, core::Action action) {
+  return decide(ctx, action, true);
+}
+
+core::Result<void> PolkitAuthorizer::check_quietly(const core::RequestContext& ctx,
+                                                   core::Action action) {
+  return decide(ctx, action, false);
+}
+
+core::Result<void> PolkitAuthorizer::decide(const core::RequestContext& ctx, core::Action action,
+                                            bool interactive) {
   if (ctx.uid == 0) return {};
+  const std::string id(core::action_id(action));
+  if (!ctx.authorization) {
+    // A call the D-Bus layer does not run through run_authorized(): nobody asks.
+    return fail(Errc::NotAuthorized, id + ": polkit cannot be asked for this request");
+  }
+  if (const auto* answer = ctx.authorization->answer(action)) return *answer;
+  ctx.authorization->need(action, interactive);
+  return fail(Errc::NotAuthorized, id + ": polkit has not answered yet");
+}
+
+void PolkitAuthorizer::ask(const core::RequestContext& ctx,
+                           core::CallAuthorization::Question question,
+                           std::function<void(core::Result<void>)> done) {
+  if (ctx.uid == 0) {
+    done({});
+    return;
+  }
+  auto answer = std::make_shared<std::function<void(core::Result<void>)>>(std::move(done));
+  const std::string action(core::action_id(question.action));
   // 1. Subject: the caller's connection, so polkit judges the process behind it.
   using Subject = sdbus::Struct<std::string, std::map<std::string, sdbus::Variant>>;
   Subject subject{std::string("system-bus-name"),
                   std::map<std::string, sdbus::Variant>{{"name", sdbus::Variant(ctx.sender)}}};
-  std::map<std::string, std::string> details;
-  const std::uint32_t allow_user_interaction = 1;
-  sdbus::Struct<bool, bool, std::map<std::string, std::string>> result;
-  // 2. Ask (may wait for an authentication agent; bounded by the bus timeout).
+  const std::string cancel_id =
+      "epbrokerd-" + std::to_string(::getpid()) + "-" + std::to_string(next_check_++);
+  const auto asked_at = std::chrono::steady_clock::now();
+  // 2. Ask, and answer the caller when polkit answers (on the bus thread) or the
+  //    time is up (sd-bus then ends the call with NoReply).
+  auto on_reply = [this, answer, action, cancel_id, asked_at, sender = ctx.sender, uid = ctx.uid](
+                      const sdbus::Error* error,
+                      sdbus::Struct<bool, bool, std::map<std::string, std::string>> result) {
+    if (error != nullptr) {
+      const bool timed_out = error->getName() == "org.freedesktop.DBus.Error.NoReply" &&
+                             std::chrono::steady_clock::now() - asked_at >= timeout_;
+      if (timed_out) {
+        // Closes an authentication dialog still waiting for the user.
+        try {
+          authority_->callMethod("CancelCheckAuthorization")
+              .onInterface(kAuthorityInterface)
+              .withArguments(cancel_id)
+              .dontExpectReply();
+        } catch (const sdbus::Error&) {
+          // polkit is gone: nothing to cancel.
+        }
+        log::warn("polkit: no answer about {} for {} (uid {}) within {} s: refused", action, sender,
+                  uid, timeout_.count());
+        (*answer)(fail(Errc::NotAuthorized, "polkit did not answer about " + action + " within " +
+                                                std::to_string(timeout_.count()) + " s"));
+        return;
+      }
+      log::warn("polkit: cannot check {} for {} (uid {}): {}: {}", action, sender, uid,
+                error->getName(), error->getMessage());
+      (*answer)(fail(Errc::NotAuthorized,
+                     "polkit could not be asked about " + action + ": " + error->getMessage()));
+      return;
+    }
+    if (std::get<0>(result)) {
+      log::debug("polkit: {} granted to {} (uid {})", action, sender, uid);
+      (*answer)({});
+      return;
+    }
+    const bool challenge = std::get<1>(result);
+    log::info("polkit: {} refused to {} (uid {}){}", action, sender, uid,
+              challenge ? " (authentication required)" : "");
+    (*answer)(fail(Errc::NotAuthorized, "polkit refused " + action + " for uid " +
+                                            std::to_string(uid) +
+                                            (challenge ? " (authentication required)" : "")));
+  };
   try {
-    std::lock_guard lock(mu_);
-    authority_->callMethod("CheckAuthorization")
-        .onInterface("org.freedesktop.PolicyKit1.Authority")
-        .withArguments(subject, std::string(core::action_id(action)), details,
-                       allow_user_interaction, std::string())
-        .storeResultsTo(result);
+    authority_->callMethodAsync("CheckAuthorization")
+        .onInterface(kAuthorityInterface)
+        .withTimeout(timeout_)
+        .withArguments(subject, action, std::map<std::string, std::string>{},
+                       question.interactive ? kAllowUserInteraction : std::uint32_t{0}, cancel_id)
+        .uponReplyInvoke(std::move(on_reply));
   } catch (const sdbus::Error& e) {
-    log::warn("polkit: cannot check {} for {} (uid {}): {}: {}", core::action_id(action),
-              ctx.sender, ctx.uid, e.getName(), e.getMessage());
-    return fail(Errc::NotAuthorized, "polkit could not be asked about " +
-                                         std::string(core::action_id(action)) + ": " +
-                                         e.getMessage());
+    log::warn("polkit: cannot check {} for {} (uid {}): {}: {}", action, ctx.sender, ctx.uid,
+              e.getName(), e.getMessage());
+    (*answer)(fail(Errc::NotAuthorized,
+                   "polkit could not be asked about " + action + ": " + e.getMessage()));
   }
-  if (std::get<0>(result)) {
-    log::debug("polkit: {} granted to {} (uid {})", core::action_id(action), ctx.sender, ctx.uid);
-    return {};
-  }
-  log::info("polkit: {} refused to {} (uid {}){}", core::action_id(action), ctx.sender, ctx.uid,
-            std::get<1>(result) ? " (authentication required)" : "");
-  return fail(Errc::NotAuthorized, "polkit refused " + std::string(core::action_id(action)) +
-                                       " for uid " + std::to_string(ctx.uid) +
-                                       (std::get<1>(result) ? " (authentication required)" : ""));
 }
 
 std::vector<uid_t> group_members(const std::string& group) {

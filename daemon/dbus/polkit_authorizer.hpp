@@ -1,14 +1,27 @@
 // Authorization through polkit: CheckAuthorization with the caller's
-// system-bus-name subject, for org.epbroker.install / org.epbroker.manage.
-// uid 0 is allowed without asking. Used on the system bus when polkit is
-// there; main.cpp falls back to core::UidAuthorizer (root + the configured
-// install group) otherwise, and logs which one it uses.
+// system-bus-name subject, for the org.epbroker.* actions. uid 0 is allowed
+// without asking. Used when polkit is on the daemon's bus; main.cpp falls back to
+// core::UidAuthorizer (root + the configured install group) otherwise, and logs
+// which one it uses.
+//
+// Never on the bus thread's clock (core/authorizer.hpp): check() answers from the
+// call's CallAuthorization and otherwise notes the question; ask() sends
+// CheckAuthorization asynchronously on the daemon's own connection, so polkit's
+// answer is dispatched by its event loop, on the bus thread, like a method call,
+// and every other caller is served while polkit (or the user's authentication
+// agent) takes its time. No lock is held meanwhile. An answer that does not come
+// within `timeout` is a refusal, and polkit is told to drop the check
+// (CancelCheckAuthorization), which closes an authentication dialog still open.
 #pragma once
 
 #include <sdbus-c++/sdbus-c++.h>
 
+#include <atomic>
+#include <chrono>
+#include <cstdint>
 #include <memory>
-#include <mutex>
+#include <string>
+#include <vector>
 
 #include "daemon/core/authorizer.hpp"
 
@@ -16,18 +29,23 @@ namespace epbrokerd::dbus {
 
 class PolkitAuthorizer final : public core::Authorizer {
  public:
-  // `conn` must be a connection to the bus polkit is on (its own connection,
-  // so a check never waits on the service's event loop).
-  explicit PolkitAuthorizer(std::unique_ptr<sdbus::IConnection> conn);
+  // `conn`: the daemon's connection (it outlives this object); `timeout`: how long
+  // an answer is waited for (epbroker.conf authorization_timeout_sec).
+  PolkitAuthorizer(sdbus::IConnection& conn, std::chrono::seconds timeout);
   core::Result<void> check(const core::RequestContext& ctx, core::Action action) override;
+  core::Result<void> check_quietly(const core::RequestContext& ctx, core::Action action) override;
+  void ask(const core::RequestContext& ctx, core::CallAuthorization::Question question,
+           std::function<void(core::Result<void>)> done) override;
 
   // Whether org.freedesktop.PolicyKit1 is running or activatable on `conn`.
   static bool available(sdbus::IConnection& conn);
 
  private:
-  std::mutex mu_;
-  std::unique_ptr<sdbus::IConnection> conn_;
+  core::Result<void> decide(const core::RequestContext& ctx, core::Action action, bool interactive);
+
+  std::chrono::seconds timeout_;
   std::unique_ptr<sdbus::IProxy> authority_;
+  std::atomic<std::uint64_t> next_check_{1};  // for cancellation ids
 };
 
 // Members of `group` (by name) plus root; empty group: root only.

@@ -27,20 +27,72 @@ core::RequestContext Service::context_of(sdbus::IObject& object) {
 
 CallScope Service::enter_call(sdbus::IObject& object, const char* method, bool starts_work) {
   CallScope scope(lifecycle_, starts_work);
-  if (!scope.admitted()) {
-    // Only in the instant between the decision to exit and the exit. The caller's
-    // next call must reach (activate) a new instance: the name is given up before
-    // the refusal leaves (name_release.hpp). Not while a SIGTERM's jobs are being
-    // cancelled: their last signals must still come from the name's owner.
-    if (lifecycle_.stopping_when_idle() || release_.started()) {
-      if (!release_.started()) emit_state();  // DaemonState=stopping, under the name
-      release_.before_reply();
-    }
-    const auto ctx = context_of(object);
-    log::info("refused {} from {} (uid {}): exiting", method, ctx.sender, ctx.uid);
-    throw_bus_error({core::Errc::Busy, std::string(common::kExitingMessage)});
-  }
+  if (!scope.admitted()) throw exiting_refusal(context_of(object), method);
   return scope;
+}
+
+sdbus::Error Service::exiting_refusal(const core::RequestContext& ctx, const char* method) {
+  // Only in the instant between the decision to exit and the exit. The caller's
+  // next call must reach (activate) a new instance: the name is given up before
+  // the refusal leaves (name_release.hpp). Not while a SIGTERM's jobs are being
+  // cancelled: their last signals must still come from the name's owner.
+  if (lifecycle_.stopping_when_idle() || release_.started()) {
+    if (!release_.started()) emit_state();  // DaemonState=stopping, under the name
+    release_.before_reply();
+  }
+  log::info("refused {} from {} (uid {}): exiting", method, ctx.sender, ctx.uid);
+  return bus_error_of({core::Errc::Busy, std::string(common::kExitingMessage)});
+}
+
+void Service::run_authorized(core::RequestContext ctx, Attempt attempt,
+                             std::function<void(const sdbus::Error&)> abandon) {
+  ctx.authorization = std::make_shared<core::CallAuthorization>();
+  if (attempt(ctx)) return;
+  const auto question = ctx.authorization->question();
+  if (!question) {  // an attempt that answered nothing without a question: a bug
+    abandon(bus_error_of({core::Errc::Internal, "internal error: nothing to ask"}));
+    return;
+  }
+  // Kept here (not in the authorizer's callback) so that ~Service can answer it.
+  std::uint64_t serial = 0;
+  {
+    std::lock_guard lock(mu_);
+    serial = next_authorizing_++;
+    authorizing_.emplace(serial, std::make_shared<Authorizing>(
+                                     Authorizing{ctx, std::move(attempt), std::move(abandon)}));
+  }
+  log::debug("{} (uid {}): asking about {}{}", ctx.sender, ctx.uid,
+             core::action_id(question->action),
+             question->interactive ? "" : " (without user interaction)");
+  broker_->authorizer().ask(
+      ctx, *question, [this, serial, action = question->action](core::Result<void> answer) {
+        std::shared_ptr<Authorizing> call;
+        {
+          std::lock_guard lock(mu_);
+          auto it = authorizing_.find(serial);
+          if (it == authorizing_.end()) return;
+          call = std::move(it->second);
+          authorizing_.erase(it);
+        }
+        call->ctx.authorization->set_answer(action, std::move(answer));
+        // Asked once: this attempt answers (the core's refusal, if it needs more).
+        if (!call->attempt(call->ctx)) {
+          call->abandon(bus_error_of({core::Errc::Internal, "internal error: asked twice"}));
+        }
+      });
+}
+
+void Service::when_verified(std::uint64_t id, VerifyReply reply) {
+  const auto job = broker_->jobs().find(id);
+  {
+    // A job that ends after this check finds the waiter (job_changed()).
+    std::lock_guard lock(mu_);
+    if (job && !core::is_final(job->snapshot().state)) {
+      verify_waiters_[id].push_back(std::move(reply));
+      return;
+    }
+  }
+  reply(broker_->verify_results(id));
 }
 
 Service::Service(sdbus::IConnection& conn)
@@ -51,10 +103,21 @@ Service::Service(sdbus::IConnection& conn)
 Service::~Service() {
   std::map<std::uint64_t, PublishedJob> jobs;
   std::map<std::uint64_t, std::unique_ptr<SessionObject>> sessions;
+  std::map<std::uint64_t, std::shared_ptr<Authorizing>> authorizing;
+  std::map<std::uint64_t, std::vector<VerifyReply>> verify_waiters;
   {
     std::lock_guard lock(mu_);
     jobs.swap(jobs_);
     sessions.swap(sessions_);
+    authorizing.swap(authorizing_);
+    verify_waiters.swap(verify_waiters_);
+  }
+  // Calls still waiting (a stop on a signal does not wait for polkit, nor longer
+  // than its bound for a verification): "exiting", as after the name's release.
+  const core::Error exiting{core::Errc::Busy, std::string(common::kExitingMessage)};
+  for (auto& [serial, call] : authorizing) call->abandon(bus_error_of(exiting));
+  for (auto& [id, waiting] : verify_waiters) {
+    for (auto& reply : waiting) reply(std::unexpected(exiting));
   }
   sessions.clear();
   jobs.clear();
@@ -92,9 +155,10 @@ sdbus::ObjectPath Service::publish_job(std::uint64_t id) {
   // publishes, so no other object for `id` can appear meanwhile.
   auto object = std::make_shared<JobObject>(conn_, *this, job);
   const auto started = job->snapshot();
+  const char* whole = started.kind == core::JobKind::verify ? "(the store)" : "(all remotes)";
   log::info("job {}: {} {} started for {} (uid {})", id, core::job_kind_name(started.kind),
-            started.target.empty() ? std::string("(all remotes)") : started.target,
-            started.starter.sender, started.starter.uid);
+            started.target.empty() ? std::string(whole) : started.target, started.starter.sender,
+            started.starter.uid);
   {
     std::lock_guard lock(mu_);
     jobs_.emplace(id, PublishedJob{object, std::nullopt});
@@ -256,10 +320,24 @@ void Service::job_changed(const core::JobSnapshot& job) {
     log::warn("job {}: cannot signal its change: {}", job.id, e.getMessage());
   }
   if (core::is_final(job.state)) {
+    if (job.kind == core::JobKind::verify) answer_verify_waiters(job.id);
     job_final(job);
     lifecycle_.touch();
     wake();
   }
+}
+
+void Service::answer_verify_waiters(std::uint64_t id) {
+  std::vector<VerifyReply> waiting;
+  {
+    std::lock_guard lock(mu_);
+    auto it = verify_waiters_.find(id);
+    if (it == verify_waiters_.end()) return;
+    waiting = std::move(it->second);
+    verify_waiters_.erase(it);
+  }
+  const auto run = broker_->verify_results(id);
+  for (auto& reply : waiting) reply(run);
 }
 
 void Service::job_final(const core::JobSnapshot& s) {

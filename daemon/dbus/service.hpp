@@ -12,6 +12,12 @@
 // refusal leaves only after the bus name was given up (name_release.hpp), so the
 // caller's next call reaches a new instance; during a SIGTERM stop, from the
 // moment the running jobs have ended.
+//
+// The bus thread never waits: a method that needs polkit's answer asks it
+// asynchronously and is answered later (run_authorized(), authorized_call.hpp),
+// and Verify is answered when its job ends (when_verified()). Such calls stay
+// counted as running until answered; those still unanswered when the daemon exits
+// (SIGTERM) get Busy "exiting" from ~Service, after the name was released.
 #pragma once
 
 #include <sdbus-c++/sdbus-c++.h>
@@ -64,6 +70,27 @@ class Service final : public core::BrokerListener {
   // Counts the running call (RAII); for `starts_work` calls, throws
   // org.epbroker.Error.Busy when stopping. `method` names it in the log.
   [[nodiscard]] CallScope enter_call(sdbus::IObject& object, const char* method, bool starts_work);
+  // The refusal enter_call() throws while stopping, for `ctx`'s call of `method`
+  // (the name is given up first, as there): for a call that finds out later that
+  // it would have to start work.
+  sdbus::Error exiting_refusal(const core::RequestContext& ctx, const char* method);
+
+  // One try of a call that may need authorization: calls the core with the
+  // context and answers the call, returning true; or returns false, having
+  // answered nothing, when the core noted a question (CallAuthorization::
+  // wants_asking()).
+  using Attempt = std::function<bool(const core::RequestContext& ctx)>;
+  // Runs `attempt` with `ctx` and a fresh CallAuthorization; when it returns
+  // false, asks the authorizer the question noted, without waiting, and runs it
+  // once more with the answer (on the bus thread), which must answer. `abandon`
+  // answers the call instead if the daemon exits before polkit answered.
+  void run_authorized(core::RequestContext ctx, Attempt attempt,
+                      std::function<void(const sdbus::Error&)> abandon);
+  // Calls `reply` once with what verify job `id` found (Broker::verify_results):
+  // at once when the job has ended, else when it ends (from the worker thread
+  // that ends it).
+  using VerifyReply = std::function<void(core::Result<core::VerifyRun>)>;
+  void when_verified(std::uint64_t id, VerifyReply reply);
 
   sdbus::ObjectPath publish_job(std::uint64_t id);
   // Registers session `id` (granted to `owner`) and announces it. If that fails,
@@ -108,7 +135,15 @@ class Service final : public core::BrokerListener {
     std::shared_ptr<JobObject> object;
     std::optional<Clock::time_point> finished_at;
   };
+  // A call waiting for polkit's answer (run_authorized()).
+  struct Authorizing {
+    core::RequestContext ctx;
+    Attempt attempt;
+    std::function<void(const sdbus::Error&)> abandon;
+  };
   void job_final(const core::JobSnapshot& snap);
+  // A verify job ended: the Verify calls waiting for it get its result.
+  void answer_verify_waiters(std::uint64_t id);
   void emit_state();
   void wake() {
     if (wake_) wake_();
@@ -129,6 +164,11 @@ class Service final : public core::BrokerListener {
   std::map<std::uint64_t, PublishedJob> jobs_;
   std::map<std::uint64_t, std::unique_ptr<SessionObject>> sessions_;
   std::vector<std::uint64_t> retired_sessions_;
+  // Calls waiting for polkit (by a serial) and Verify calls waiting for their job
+  // (by job id); declared after lifecycle_, so their CallScopes go first.
+  std::map<std::uint64_t, std::shared_ptr<Authorizing>> authorizing_;
+  std::uint64_t next_authorizing_ = 1;
+  std::map<std::uint64_t, std::vector<VerifyReply>> verify_waiters_;
   std::function<void()> wake_;
   std::optional<DaemonState> published_state_;  // main loop only
   Clock::time_point state_emitted_{};           // main loop only

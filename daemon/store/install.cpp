@@ -1,4 +1,4 @@
-// The install transaction: Store::install() and install_stream(), and the steps
+// The install transaction: Store::install(), and the steps
 // they share (Impl::install_tree()): extract into staging/, check, seal, commit by
 // rename or exchange, write the index; any failure rolls back.
 #include "daemon/store/store.hpp"
@@ -121,6 +121,8 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
                                         const catalog::EpMetadata& signed_meta,
                                         const InstallProgress& progress, std::stop_token stop) {
   Impl& s = *impl_;
+  if (s.committer)
+    return fail(Errc::invalid_argument, "install: a store view commits through its committer");
   auto report = [&](InstallPhase phase, std::uint64_t done, std::uint64_t total) {
     if (progress) progress(phase, done, total);
   };
@@ -178,40 +180,6 @@ Result<InstalledPackage> Store::install(const fs::path& package_file,
                          .where = where,
                          .progress = progress,
                          .before_commit = {},
-                         .stop = std::move(stop)});
-}
-
-Result<InstalledPackage> Store::install_stream(int fd, std::uint64_t length,
-                                               const catalog::EpMetadata& signed_meta,
-                                               const InstallProgress& progress,
-                                               const std::function<Result<void>()>& before_commit,
-                                               std::stop_token stop) {
-  Impl& s = *impl_;
-  const std::string where = signed_meta.name + " " + signed_meta.version.text + ": ";
-  if (!is_storable_name(signed_meta.name)) {
-    ::close(fd);
-    return fail(Errc::invalid_argument,
-                "package name '" + signed_meta.name + "' cannot be stored (reserved)");
-  }
-  // The manifest is only known once extracted: what the index holds now is what
-  // the commit compares with (a version installed meanwhile wins, a leased one
-  // is not replaced).
-  const Key key{signed_meta.name, signed_meta.version.text};
-  std::optional<Entry> seen;
-  {
-    std::lock_guard lock(s.mu);
-    if (auto it = s.index.find(key); it != s.index.end()) seen = it->second;
-  }
-  return s.install_tree({.fd = fd,
-                         .archive_size = length,
-                         .signed_meta = signed_meta,
-                         .key = key,
-                         .seen = std::move(seen),
-                         .seen_damaged = false,
-                         .total = 0,
-                         .where = where,
-                         .progress = progress,
-                         .before_commit = before_commit,
                          .stop = std::move(stop)});
 }
 

@@ -51,8 +51,10 @@ Result<void> Store::Impl::discard(const fs::path& path, std::string reason) {
   return {};
 }
 
-Result<void> Store::Impl::rebuild_index() {
+Result<void> Store::Impl::rebuild_index(bool repair) {
   std::error_code ec;
+  // A view of a store its committer has not created yet: nothing installed.
+  if (!repair && !fs::exists(store, ec) && !ec) return {};
   std::vector<fs::path> names;
   for (auto it = fs::directory_iterator(store, ec); !ec && it != fs::directory_iterator();
        it.increment(ec)) {
@@ -65,6 +67,7 @@ Result<void> Store::Impl::rebuild_index() {
     const auto status = fs::symlink_status(name_dir, ec);
     if (name == kIndexFileName && fs::is_regular_file(status)) continue;
     if (!is_storable_name(name) || !fs::is_directory(status)) {
+      if (!repair) continue;
       if (auto ok = discard(name_dir, "not a package directory"); !ok) return ok;
       continue;
     }
@@ -77,13 +80,15 @@ Result<void> Store::Impl::rebuild_index() {
     std::sort(versions.begin(), versions.end());
     for (const fs::path& tree : versions) {
       auto problem = validate_tree(name, tree);
-      if (!problem) continue;
+      if (!problem || !repair) continue;
       if (auto ok = discard(tree, *problem); !ok) return ok;
     }
+    if (!repair) continue;
     if (fs::is_empty(name_dir, ec) && !ec) {
       if (auto ok = discard(name_dir, "empty package directory"); !ok) return ok;
     }
   }
+  if (!repair) return {};
   return catalog::fsync_dir(store);
 }
 

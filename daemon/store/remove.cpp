@@ -86,6 +86,28 @@ Result<std::pair<std::vector<InstalledPackage>, fs::path>> detach(Impl& s,
   return std::pair{std::move(removed), *trash};
 }
 
+// A view's remove(): under the store mutex, the committer removes `keys` (all of
+// `name`, or its one `version`), then the index is read again from the disk.
+template <typename Impl>
+Result<std::vector<InstalledPackage>> remove_through_committer(
+    Impl& s, const std::vector<Key>& keys, std::string_view name,
+    std::optional<std::string_view> version) {
+  auto gone = s.committer->remove(name, version);
+  auto before = std::move(s.index);
+  s.index.clear();
+  if (auto ok = s.rebuild_index(/*repair=*/false); !ok) {
+    s.index = std::move(before);
+    return std::unexpected(std::move(ok.error()));
+  }
+  if (!gone) return std::unexpected(std::move(gone.error()));
+  std::vector<InstalledPackage> removed;
+  for (const Key& k : keys) {
+    if (!s.index.contains(k)) removed.push_back(before.at(k).package);
+  }
+  std::sort(removed.begin(), removed.end(), by_name_version);
+  return removed;
+}
+
 }  // namespace
 
 Result<std::vector<InstalledPackage>> Store::remove(std::string_view name,
@@ -107,6 +129,9 @@ Result<std::vector<InstalledPackage>> Store::remove(std::string_view name,
     if (leased > 0 && !even_if_leased) {
       return fail(Errc::busy, what + " is in use: " + std::to_string(leased) + " lease(s)");
     }
+    // A view: the committer removes, under the mutex so that no lease is taken
+    // on what is going; then the disk says what is left.
+    if (s.committer) return remove_through_committer(s, keys, name, version);
     // 2. Out of store/ and out of the index.
     detached = detach(s, keys);
   }
@@ -132,6 +157,16 @@ Result<std::vector<InstalledPackage>> Store::gc(std::size_t keep) {
         Key k{list[i].name(), list[i].version()};
         if (s.leases_on(k) == 0) victims.push_back(std::move(k));
       }
+    }
+    // A view: one removal per version through the committer (each all or nothing).
+    if (s.committer) {
+      std::vector<InstalledPackage> removed;
+      for (const Key& k : victims) {
+        auto gone = remove_through_committer(s, {k}, k.first, std::string_view(k.second));
+        if (!gone) return std::unexpected(std::move(gone.error()));
+        removed.insert(removed.end(), gone->begin(), gone->end());
+      }
+      return removed;
     }
     // 2. Out of store/ and out of the index, all at once.
     detached = detach(s, victims);

@@ -52,6 +52,9 @@
 
 namespace epbrokerd::store {
 
+class Committer;
+struct CommitInstall;
+
 // Phases reported by install(), each when it starts (extracting also as it
 // goes). A fresh install reports extracting, verifying, committing. When that
 // version is installed already with the same manifest, a first verifying (0,
@@ -97,6 +100,11 @@ struct VerifyReport {
   std::vector<DamagedPackage> damaged;  // by name, then version text
   bool ok() const { return damaged.empty(); }
 };
+// Progress of verify(): once before hashing (0, total), then after each installed
+// version, with the payload bytes (manifest sizes) of the versions checked so far
+// and of all of them. Runs on verify()'s thread; returning false stops the
+// verification (Errc::cancelled). It must not call back into the Store.
+using VerifyProgress = std::function<bool(std::uint64_t bytes_done, std::uint64_t bytes_total)>;
 
 struct StoreOptions {
   // Bounds for extraction (the daemon's configuration may tighten them).
@@ -130,6 +138,34 @@ class Store {
   // filesystems, Errc::busy when another Store holds the directory.
   static catalog::Result<Store> open(const std::filesystem::path& state_dir,
                                      StoreOptions options = {});
+
+  // Opens a read-only view of the store under `store_root` (store/ there, which
+  // need not exist yet: then nothing is installed) whose changes go through
+  // `committer` (committer.hpp): the daemon's Store when another process owns
+  // store/. The view never writes under `store_root`: open() steps 1, 3 and 5
+  // are the committer's; step 4 indexes the valid trees and skips the rest.
+  // `lock_file` (in the caller's own state directory) is flock'ed as open()
+  // flocks store/, so that one daemon at a time holds the leases.
+  // In a view: install() is refused (invalid_argument;
+  // use commit()); remove() and gc() check the leases under the mutex, then ask
+  // the committer and re-read the index from disk (reload()). verify(), the
+  // index queries and the leases work as in a store opened with open().
+  // Errors: Errc::busy when another view holds `lock_file`, Errc::io.
+  static catalog::Result<Store> open_view(const std::filesystem::path& store_root,
+                                          const std::filesystem::path& lock_file,
+                                          std::shared_ptr<Committer> committer);
+
+  // A view only: has the committer install `request` (committer.hpp), then
+  // re-reads the index and returns the version installed as the disk now says
+  // (the committer's answer names it; its word is not taken for the contents).
+  // Errors: the committer's; Errc::invalid_argument when not a view.
+  catalog::Result<InstalledPackage> commit(const CommitInstall& request,
+                                           const InstallProgress& progress = {},
+                                           std::stop_token stop = {});
+
+  // A view only: re-reads the index from the saved manifests on disk (after
+  // another process changed store/). Leases are kept. Errors: Errc::io.
+  catalog::Result<void> reload();
 
   ~Store();
   Store(Store&&) noexcept;
@@ -180,21 +216,6 @@ class Store {
                                             const InstallProgress& progress = {},
                                             std::stop_token stop = {});
 
-  // install() from a stream, as the daemon installs while it downloads: `fd` (a
-  // pipe, say; taken over and closed) carries the package, `length` bytes as the
-  // signed catalog says (the bound of the expansion ratio). Read once, so steps
-  // 1 and 2 of install() are left out: the manifest is checked once extracted
-  // (step 5), and a version installed meanwhile with that manifest is returned
-  // at step 8. `before_commit` (if set) runs once the tree is sealed and durable,
-  // before step 8; its error ends the install as any failure does (staging
-  // cleaned, store unchanged): the caller says there whether the bytes it
-  // streamed verified. Progress: `extracting` reports 0 as the total (unknown
-  // until the manifest is read). Errors: as install().
-  catalog::Result<InstalledPackage> install_stream(
-      int fd, std::uint64_t length, const catalog::EpMetadata& signed_meta,
-      const InstallProgress& progress = {},
-      const std::function<catalog::Result<void>()>& before_commit = {}, std::stop_token stop = {});
-
   // Every installed version, by name then version text.
   std::vector<InstalledPackage> list() const;
   // Installed versions of `name`, newest first (by version value, then text).
@@ -241,8 +262,9 @@ class Store {
   // checks the saved manifest still equals what was installed. Packages
   // replaced or removed while being checked are left out of the report.
   // The daemon repairs a damaged package by installing it again.
-  // Errors: Errc::io when store/ itself cannot be read.
-  catalog::Result<VerifyReport> verify() const;
+  // Errors: Errc::io when store/ itself cannot be read; Errc::cancelled when
+  // `progress` returned false.
+  catalog::Result<VerifyReport> verify(const VerifyProgress& progress = {}) const;
 
  private:
   struct Impl;

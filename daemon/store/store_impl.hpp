@@ -3,7 +3,7 @@
 //
 //   store.cpp    the Store object: layout, index queries, index.json
 //   open.cpp     open(): crash recovery and the index rebuilt from disk
-//   install.cpp  install(), install_stream(): the install transaction
+//   install.cpp  install(): the install transaction
 //   lease.cpp    leases
 //   remove.cpp   remove(), gc()
 //   verify.cpp   verify(), and inspect() of one tree
@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <stop_token>
@@ -26,6 +27,7 @@
 #include "catalog/error.hpp"
 #include "catalog/package/manifest.hpp"
 #include "catalog/unique_fd.hpp"
+#include "daemon/store/committer.hpp"
 #include "daemon/store/installed.hpp"
 #include "daemon/store/store.hpp"
 #include "daemon/store/tree.hpp"
@@ -62,8 +64,8 @@ bool newer(const InstalledPackage& a, const InstalledPackage& b);
 TreeCheck inspect(const Entry& e);
 
 // What Store::Impl::install_tree() works from: the open package, and what the
-// caller learnt before (steps 1-2 of install(), or install_stream()'s stand-in
-// for them). The references are the caller's arguments, alive for the call.
+// caller learnt before (steps 1-2 of install()). The references are the caller's arguments, alive
+// for the call.
 struct InstallRequest {
   int fd = -1;                             // the package; taken over (closed in any case)
   std::uint64_t archive_size = 0;          // its length in bytes
@@ -74,7 +76,9 @@ struct InstallRequest {
   std::uint64_t total = 0;                 // payload size in bytes if known, else 0
   std::string where;                       // prefix for error messages
   const InstallProgress& progress;
-  const std::function<catalog::Result<void>()>& before_commit;  // see install_stream()
+  // Runs once the tree is sealed and durable, before the commit; its error ends
+  // the install (staging cleaned). Empty: none.
+  const std::function<catalog::Result<void>()>& before_commit;
   std::stop_token stop;
 };
 
@@ -86,7 +90,9 @@ struct Store::Impl {
   std::filesystem::path staging;
   StoreOptions options;
   OpenReport report;
-  catalog::UniqueFd lock_fd;  // flock'ed descriptor of store/
+  catalog::UniqueFd lock_fd;  // flock'ed descriptor of store/ (a view: of its lock file)
+  // A view (Store::open_view()): store/ belongs to the committer.
+  std::shared_ptr<Committer> committer;
 
   mutable std::mutex mu;
   std::map<detail::Key, detail::Entry> index;  // guarded by mu
@@ -118,8 +124,9 @@ struct Store::Impl {
   // the report.
   catalog::Result<void> discard(const std::filesystem::path& path, std::string reason);
   // open.cpp. Step 4 of open(): every store/<name>/<version>, validated from
-  // its saved manifest.
-  catalog::Result<void> rebuild_index();
+  // its saved manifest. A view (`repair` false) skips what is not valid
+  // instead of discarding it, and writes nothing.
+  catalog::Result<void> rebuild_index(bool repair = true);
   // open.cpp. Indexes `tree` (store/<name>/<version>) when it is a committed
   // install; otherwise says why it is not.
   std::optional<std::string> validate_tree(const std::string& name,

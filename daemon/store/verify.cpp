@@ -1,5 +1,6 @@
 // Verification: Store::verify() re-hashes every installed tree against its saved
-// manifest, without holding the mutex while it hashes.
+// manifest, without holding the mutex while it hashes, reporting its progress
+// after each tree.
 #include "daemon/store/store.hpp"
 
 #include <sys/stat.h>
@@ -48,7 +49,7 @@ TreeCheck inspect(const Entry& e) {
 
 }  // namespace detail
 
-Result<VerifyReport> Store::verify() const {
+Result<VerifyReport> Store::verify(const VerifyProgress& progress) const {
   const Impl& s = *impl_;
   // 1. A snapshot of the index.
   std::vector<Entry> entries;
@@ -60,7 +61,12 @@ Result<VerifyReport> Store::verify() const {
     }
     for (const auto& [key, e] : s.index) entries.push_back(e);
   }
-  // 2. Hash every tree without holding the mutex.
+  // 2. Hash every tree without holding the mutex, saying how far it got after each.
+  std::uint64_t total = 0;
+  for (const Entry& e : entries) total += e.package.size_bytes();
+  std::uint64_t done = 0;
+  const auto go_on = [&] { return !progress || progress(std::min(done, total), total); };
+  if (!go_on()) return catalog::fail(Errc::cancelled, "verification cancelled");
   VerifyReport out;
   std::vector<std::pair<const Entry*, std::vector<std::string>>> damaged;
   for (const Entry& e : entries) {
@@ -68,6 +74,8 @@ Result<VerifyReport> Store::verify() const {
     ++out.packages_checked;
     out.bytes_hashed += check.bytes_hashed;
     if (!check.problems.empty()) damaged.emplace_back(&e, std::move(check.problems));
+    done += e.package.size_bytes();
+    if (!go_on()) return catalog::fail(Errc::cancelled, "verification cancelled");
   }
   // 3. Only what is still installed as it was when checked.
   std::lock_guard lock(s.mu);

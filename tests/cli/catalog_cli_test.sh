@@ -194,11 +194,26 @@ expect 1 "removed target is gone for the client" -- "${DL[@]}" --target-name cli
 expect 0 "delegate vendor/*" -- "$PUBLISH" delegate --repo repo --keys keys vendor --paths 'vendor/*'
 check "delegated key written 0600" -- test "$(stat -c %a keys/vendor.pem)" = 600
 expect 1 "add outside the delegated paths is refused" -- "$PUBLISH" add --repo repo --keys keys \
-  --metadata ep.json --role vendor --target-path other/v.tar.gz pkg/p.tar.gz
-expect 0 "add to the delegated role" -- "$PUBLISH" add --repo repo --keys keys \
+  --metadata ep.json --role vendor --target-path cli-ep/v.tar.gz pkg/p.tar.gz
+# Issue 17: a package NAME only under NAME/, whatever the role may sign: vendor
+# (trusted for vendor/*) cannot publish cli-ep, nor can targets outside cli-ep/.
+before=$(cat repo/metadata/timestamp.json)
+expect 1 "add of cli-ep under vendor/ is refused" -- "$PUBLISH" add --repo repo --keys keys \
   --metadata ep.json --role vendor --target-path vendor/v.tar.gz pkg/p.tar.gz
-expect 0 "client downloads a delegated target" -- "${DL[@]}" --target-name vendor/v.tar.gz download
-check "delegated bytes are the package" -- cmp -s t/vendor%2Fv.tar.gz pkg/p.tar.gz
+check "refusal names the path, the name and the way out" -- grep -q \
+  "bad_field: target 'vendor/v.tar.gz' claims package name 'cli-ep'.*--target-path cli-ep/p.tar.gz" err.txt
+for bad_path in other/p.tar.gz cli-ep2/p.tar.gz CLI-EP/p.tar.gz p.tar.gz x/cli-ep/p.tar.gz; do
+  expect 1 "add of cli-ep at '$bad_path' is refused" -- "$PUBLISH" add --repo repo --keys keys \
+    --metadata ep.json --target-path "$bad_path" pkg/p.tar.gz
+  check "refusal at '$bad_path' is the name binding" -- grep -q "claims package name 'cli-ep'" err.txt
+done
+check "refused names changed nothing" -- test "$before" = "$(cat repo/metadata/timestamp.json)"
+expect 0 "delegate cli-ep/*" -- "$PUBLISH" delegate --repo repo --keys keys cli-vendor \
+  --paths 'cli-ep/*'
+expect 0 "add to the delegated role" -- "$PUBLISH" add --repo repo --keys keys \
+  --metadata ep.json --role cli-vendor --target-path cli-ep/v.tar.gz pkg/p.tar.gz
+expect 0 "client downloads a delegated target" -- "${DL[@]}" --target-name cli-ep/v.tar.gz download
+check "delegated bytes are the package" -- cmp -s t/cli-ep%2Fv.tar.gz pkg/p.tar.gz
 expect 0 "timestamp" -- "$PUBLISH" timestamp --repo repo --keys keys --timestamp-days 2
 expect 0 "verify after all changes" -- "$PUBLISH" verify --repo repo
 

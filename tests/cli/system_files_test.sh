@@ -54,7 +54,7 @@ key_of() { sed -n "s/^$2=//p" "$1" | tail -n1; }
 
 # --- the unit -----------------------------------------------------------------
 check "unit runs the daemon from $EXEC_PATH" -- grep -qx "ExecStart=$EXEC_PATH" "$UNIT"
-for kv in Type=dbus BusName=$BUS_NAME User=epbroker Group=epbroker StateDirectory=epbroker \
+for kv in Type=dbus BusName=$BUS_NAME User=epbroker Group=epbroker StateDirectory=epbroker/daemon \
   CacheDirectory=epbroker ConfigurationDirectory=epbroker WatchdogSec=30 NotifyAccess=main \
   UMask=0022 NoNewPrivileges=yes ProtectSystem=strict ProtectHome=yes PrivateTmp=yes \
   PrivateDevices=yes DevicePolicy=closed ProtectProc=invisible ProtectKernelTunables=yes \
@@ -114,6 +114,37 @@ if have systemd-analyze; then
     bash -c "grep -qx 'Persistent=true' '$REFRESH_TIMER' && grep -q '^RandomizedDelaySec=' '$REFRESH_TIMER'"
   systemd-analyze security --offline=yes --threshold=15 "$REFRESH_SERVICE" >security-refresh.txt 2>&1
   check "refresh service exposure <= $MAX_EXPOSURE" -- test $? -eq 0
+
+  # The commit helper (issue 17): socket-activated per connection, root without
+  # capabilities, no network at all; exposure <= 2.0.
+  COMMIT_SOCKET=$SRC/systemd/epbroker-commit.socket
+  COMMIT_SERVICE=$SRC/systemd/epbroker-commit@.service
+  cp "$COMMIT_SOCKET" units/
+  sed "s|^ExecStart=.*|ExecStart=/bin/true|" "$COMMIT_SERVICE" >units/epbroker-commit@.service
+  verify_commit() {
+    systemd-analyze verify units/epbroker-commit.socket >verify-commit.txt 2>&1
+    local rc=$?
+    cat verify-commit.txt
+    [[ $rc -eq 0 ]] && ! grep -q 'epbroker-commit' verify-commit.txt
+  }
+  check "systemd-analyze verify is clean for epbroker-commit.socket and its service" -- verify_commit
+  for kv in Accept=yes ListenSequentialPacket=/run/epbroker/commit.sock SocketUser=root \
+    SocketGroup=epbroker SocketMode=0660; do
+    check "commit socket has $kv" -- grep -qxF "$kv" "$COMMIT_SOCKET"
+  done
+  for kv in StandardInput=socket PrivateNetwork=yes IPAddressDeny=any CapabilityBoundingSet= \
+    RestrictAddressFamilies=AF_UNIX ProtectSystem=strict ReadWritePaths=/var/lib/epbroker; do
+    check "commit service has $kv" -- grep -qxF "$kv" "$COMMIT_SERVICE"
+  done
+  cp units/epbroker-commit@.service units/epbroker-commit@0.service
+  systemd-analyze security --offline=yes --threshold=20 units/epbroker-commit@0.service \
+    >security-commit.txt 2>&1
+  commit_rc=$?
+  commit_exposure=$(sed -n 's/.*Overall exposure level for epbroker-commit@0.service: \([0-9.]*\).*/\1/p' \
+    security-commit.txt)
+  echo "systemd-analyze security: epbroker-commit@.service exposure ${commit_exposure:-?} (limit 2.0)"
+  check "commit service exposure <= 2.0" -- test "$commit_rc" -eq 0
+  if [[ $commit_rc -ne 0 ]]; then grep -E '✗|Overall' security-commit.txt; fi
 else
   failed=$((failed + 1))
   echo "FAIL: systemd-analyze not installed (package systemd; scripts/bootstrap.sh installs it)"
@@ -126,7 +157,12 @@ check "unit User= is the sysusers user" -- test "$(key_of "$UNIT" User)" = epbro
 # tmpfiles modes must agree with what the unit's *DirectoryMode= makes them.
 tmp_mode() { awk -v p="$1" '$1 == "d" && $2 == p { print $3 }' "$TMPFILES"; }
 check "tmpfiles state dir mode = StateDirectoryMode" -- \
-  test "$(tmp_mode /var/lib/epbroker)" = "$(key_of "$UNIT" StateDirectoryMode)"
+  test "$(tmp_mode /var/lib/epbroker/daemon)" = "$(key_of "$UNIT" StateDirectoryMode)"
+# The store root is root's (the commit helper's), the daemon's state its own.
+check "tmpfiles: /var/lib/epbroker is root's" -- \
+  grep -qE '^d[[:space:]]+/var/lib/epbroker[[:space:]]+0755[[:space:]]+root[[:space:]]+root' "$TMPFILES"
+check "unit StateDirectory= is the daemon's own part" -- \
+  test "$(key_of "$UNIT" StateDirectory)" = epbroker/daemon
 check "tmpfiles cache dir mode = CacheDirectoryMode" -- \
   test "$(tmp_mode /var/cache/epbroker)" = "$(key_of "$UNIT" CacheDirectoryMode)"
 if have systemd-sysusers && have systemd-tmpfiles && is_root; then
@@ -137,7 +173,9 @@ if have systemd-sysusers && have systemd-tmpfiles && is_root; then
   check "systemd-tmpfiles applies epbroker.tmpfiles" -- \
     systemd-tmpfiles --root="$W/root" --create "$TMPFILES"
   uid=$(awk -F: '$1 == "epbroker" { print $3 }' root/etc/passwd)
-  check "state dir 0755 owned by epbroker" -- test "$(stat -c '%a %u' root/var/lib/epbroker)" = "755 $uid"
+  check "state dir 0755 owned by epbroker" -- \
+    test "$(stat -c '%a %u' root/var/lib/epbroker/daemon)" = "755 $uid"
+  check "store root 0755 owned by root" -- test "$(stat -c '%a %u' root/var/lib/epbroker)" = "755 0"
   check "cache dir 0700 owned by epbroker" -- test "$(stat -c '%a %u' root/var/cache/epbroker)" = "700 $uid"
 else
   skip "systemd-sysusers/systemd-tmpfiles on a scratch root (needs both tools and root)"

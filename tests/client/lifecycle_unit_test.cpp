@@ -53,6 +53,23 @@ TEST(LifecycleConvert, ProviderVersionsUpdateAndHold) {
   EXPECT_EQ(p.hold_reason, "rolled back");
 }
 
+// Every state the daemon may send (common/wire.hpp) is one the library knows,
+// "refused" (issue 17: a name claimed from outside its NAME/ paths) included.
+TEST(LifecycleConvert, EveryDaemonProviderStateIsKnown) {
+  for (const auto state : common::kAllProviderStates) {
+    const std::string name(common::provider_state_name(state));
+    SCOPED_TRACE(name);
+    const auto p = epbroker::detail::to_provider(
+        Dict{{key::name, str("x")}, {key::state, sdbus::Variant(name)}});
+    EXPECT_NE(p.state, epbroker::ProviderState::unknown);
+    EXPECT_EQ(epbroker::to_string(p.state), name);
+  }
+  const auto refused = epbroker::detail::to_provider(
+      Dict{{key::name, str("x")}, {key::state, str("refused")}, {key::reason, str("why")}});
+  EXPECT_EQ(refused.state, epbroker::ProviderState::refused);
+  EXPECT_EQ(refused.reason, "why");
+}
+
 TEST(LifecycleConvert, MissingKeysDefaultAndRevokedIsKnown) {
   // An older daemon, or a package that is not installed: none of the new keys.
   Dict d{{key::name, str("openvino")},

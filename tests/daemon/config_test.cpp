@@ -86,7 +86,10 @@ TEST_F(ConfigTest, DefaultsAreTheDocumentedOnes) {
   EXPECT_EQ(d.log_level, LogLevel::info);
   const Paths p;
   EXPECT_EQ(p.config_dir, "/etc/epbroker");
-  EXPECT_EQ(p.state_dir, "/var/lib/epbroker");
+  EXPECT_EQ(p.state_dir, "/var/lib/epbroker/daemon");
+  // The store is root's, beside (not in) the daemon's state (Paths::store_root).
+  EXPECT_EQ(p.store_root, "/var/lib/epbroker");
+  EXPECT_EQ(p.commit_socket, "/run/epbroker/commit.sock");
   EXPECT_EQ(p.cache_dir, "/var/cache/epbroker");
   EXPECT_EQ(p.sysfs_root, "/sys");
   EXPECT_EQ(p.procfs_root, "/proc");
@@ -528,12 +531,23 @@ TEST_F(CommandLineTest, EveryFlagInBothForms) {
                 "--bus-address=unix:path=/tmp/bus", "--idle-timeout", "0", "--log-level=trace"});
   EXPECT_EQ(o.paths.config_dir, "/c");
   EXPECT_EQ(o.paths.state_dir, "/s");
+  EXPECT_EQ(o.paths.store_root, "/s");  // --state-dir alone: one private tree
   EXPECT_EQ(o.paths.cache_dir, "/k/");
   EXPECT_EQ(o.paths.sysfs_root, "/fake/sys");
   EXPECT_EQ(o.paths.procfs_root, "/fake/proc");
   EXPECT_EQ(o.bus_address, "unix:path=/tmp/bus");
   EXPECT_EQ(o.idle_timeout, std::chrono::seconds(0));
   EXPECT_EQ(o.log_level, LogLevel::trace);
+}
+
+TEST_F(CommandLineTest, StoreRootAndCommitSocket) {
+  const Options o =
+      parse_ok({"--state-dir", "/s", "--store-root=/r", "--commit-socket", "/run/x/commit.sock"});
+  EXPECT_EQ(o.paths.state_dir, "/s");
+  EXPECT_EQ(o.paths.store_root, "/r");
+  EXPECT_EQ(o.paths.commit_socket, "/run/x/commit.sock");
+  // Without --state-dir the store root keeps its default, whatever else is given.
+  EXPECT_EQ(parse_ok({"--cache-dir", "/k"}).paths.store_root, "/var/lib/epbroker");
 }
 
 TEST_F(CommandLineTest, RelativeDirectoriesBecomeAbsolute) {

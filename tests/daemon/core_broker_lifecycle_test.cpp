@@ -92,6 +92,7 @@ class LifecycleTest : public ::testing::Test {
     broker_.reset();
     BrokerOptions o;
     o.config.paths.state_dir = tmp_ / "state";
+    o.config.paths.store_root = o.config.paths.state_dir;
     o.config.paths.cache_dir = tmp_ / "cache";
     o.config.daemon.auto_update = mode;
     o.config.daemon.keep_versions = keep;

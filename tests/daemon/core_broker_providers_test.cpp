@@ -162,6 +162,7 @@ class ProvidersTest : public ::testing::Test {
   void start() {
     BrokerOptions o;
     o.config.paths.state_dir = tmp_ / "state";
+    o.config.paths.store_root = o.config.paths.state_dir;
     o.config.paths.cache_dir = tmp_ / "cache";
     config::Remote remote;
     remote.name = "test";

@@ -86,6 +86,7 @@ class RemotesTest : public ::testing::Test {
   void start() {
     BrokerOptions o;
     o.config.paths.state_dir = tmp_ / "state";
+    o.config.paths.store_root = o.config.paths.state_dir;
     o.config.paths.cache_dir = tmp_ / "cache";
     // Priority order, as load_config() gives them.
     for (const Remote* r : {&main_, &extra_}) {

@@ -135,6 +135,7 @@ PIDS+=($!)
 for _ in $(seq 100); do [[ -s $W/bus.address ]] && break; sleep 0.05; done
 [[ -s $W/bus.address ]] || fail "dbus-daemon did not start (see bus.log)"
 export EPBROKER_BUS_ADDRESS=$ADDRESS
+export EPBROKER_STORE_DIR=$W/state/store
 
 step "3. What epbrokerd sees; the shared ONNX Runtime from the store"
 run "$CTL" devices --json >"$OUTDIR/devices.json" || fail "epbrokerctl devices failed (see bus.log)"

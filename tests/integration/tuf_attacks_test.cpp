@@ -722,7 +722,10 @@ TEST_F(TufThresholdTest, NewRootBelowThresholdIsBadSignature) {
   for (const auto& [what, list] : attacks) {
     SCOPED_TRACE(what);
     serve("metadata/2.root.json", with_signatures(list));
-    EXPECT_TRUE(FailsWith(refresh(), Errc::bad_signature));
+    // One key id twice in `signatures` is refused as a field error before any
+    // signature is counted (tests/unit/tuf_duplicates_test.cpp).
+    EXPECT_TRUE(FailsWith(refresh(),
+                          what == "one signature twice" ? Errc::bad_field : Errc::bad_signature));
     EXPECT_TRUE(SameTree(client_meta(), meta));
   }
 
@@ -800,7 +803,9 @@ TEST_F(TufRootChainTest, ChainWithAGapStopsBeforeIt) {
   EXPECT_EQ(u.trusted()->root().signed_.version, 2u);
   EXPECT_EQ(fetcher_.requests("/3.root.json"), 1u);
   EXPECT_EQ(fetcher_.requests("/4.root.json"), 0u);
-  EXPECT_TRUE(SameTree(client_meta(), {{"root.json", server_file("metadata/2.root.json")}}));
+  // (Each accepted root also stays as <N>.root.json: the commit helper walks the chain.)
+  EXPECT_TRUE(SameTree(client_meta(), {{"root.json", server_file("metadata/2.root.json")},
+                                       {"2.root.json", server_file("metadata/2.root.json")}}));
 
   serve("metadata/3.root.json", root3);
   auto honest = updater();

@@ -3,16 +3,23 @@
 
 Builds a TUF repository with python-tuf's Metadata API (Ed25519 keys from
 securesystemslib's CryptoSigner, consistent snapshots): a top-level target whose
-custom field carries EP metadata, and a delegated role "vendor" (paths
-["vendor/*"]) with its own target listed with sha256 and sha512. Serves it over
-loopback HTTP and checks, with epbroker-tuf-client:
-  - init / refresh / download of both targets, bytes compared;
-  - a second download fetches neither target again (GETs counted by the server);
+custom field carries EP metadata, a top-level plain file without EP metadata, and
+a delegated role "vendor" (paths ["vendor-ep/*"]) with its own EP package listed
+with sha256 and sha512. Every EP package lives under its name's directory
+("NAME/...", the name binding of catalog/name_binding.hpp); the plain file, not
+a package, has no directory. Serves it over loopback HTTP and checks, with
+epbroker-tuf-client:
+  - init / refresh / download of all three targets, bytes compared, each from
+    its consistent-snapshot URL <dir>/<hash>.<name>;
+  - a second download fetches no target again (GETs counted by the server);
   - root v2 rotating the root and timestamp keys (signed by old and new root
     keys) with a new timestamp and snapshot: refresh still succeeds;
   - a validly signed timestamp with a lower version (rollback): exit 1 and the
     client's trusted timestamp.json is unchanged.
-Also runs `epbroker-publish verify --repo DIR` over the python-made repository.
+Also runs `epbroker-publish verify --repo DIR` over the python-made repository,
+and finally checks that when the vendor role (trusted for "vendor-ep/*" only)
+signs a package claiming the name "test-ep", verify reports it as refused by
+clients (the name binding), although it is valid TUF.
 
 Usage: epbroker_client_reads_python_repo.py [--client PATH] [--publish PATH]
        (defaults: $EPBROKER_TUF_CLIENT, $EPBROKER_PUBLISH)
@@ -66,8 +73,23 @@ EP_METADATA = {
     }
 }
 
-TOP_TARGET = "test-ep-1.0.0.tar.gz"  # no directory: targets/<sha256>.<name>
-VENDOR_TARGET = "vendor/vendor-ep-0.3.0.tar.gz"  # targets/vendor/<hash>.<name>
+
+def vendor_ep_metadata():
+    m = copy.deepcopy(EP_METADATA)
+    m["epbroker"].update(name="vendor-ep", version="0.3.0", ep_names=["EpbrokerVendorEp"],
+                         vendor="vendor", library="lib/libvendor_ep.so")
+    return m
+
+
+# EP packages: the first path segment is the package name (name binding).
+TOP_TARGET = "test-ep/test-ep-1.0.0.tar.gz"  # targets/test-ep/<sha256>.<name>
+VENDOR_TARGET = "vendor-ep/vendor-ep-0.3.0.tar.gz"  # targets/vendor-ep/<hash>.<name>
+# Not a package (no custom.epbroker), so not bound to a name: no directory,
+# served as targets/<sha256>.<name>.
+PLAIN_TARGET = "NOTICE.txt"
+# The attack: signed by the vendor role (trusted for "vendor-ep/*"), but its
+# EP metadata claims the name "test-ep".
+MISBOUND_TARGET = "vendor-ep/test-ep-9.9.9.tar.gz"
 
 
 class Failure(Exception):
@@ -166,6 +188,7 @@ class PyRepo:
         # target files, each published under every one of its hashes
         top_bytes = b"test-ep package bytes\n" * 3000 + os.urandom(257)
         vendor_bytes = os.urandom(40_000)
+        plain_bytes = b"python-made repository, not a package\n"
         top = TargetFile.from_data(TOP_TARGET, top_bytes, ["sha256"])
         custom = copy.deepcopy(EP_METADATA)
         # Probes for canonical JSON agreement (python-tuf signs
@@ -179,26 +202,28 @@ class PyRepo:
         top = TargetFile(top.length, top.hashes, top.path,
                          unrecognized_fields={"custom": custom})
         vendor = TargetFile.from_data(VENDOR_TARGET, vendor_bytes, ["sha256", "sha512"])
-        for info, data in ((top, top_bytes), (vendor, vendor_bytes)):
-            d, sep, base = info.path.rpartition("/")
-            for h in info.hashes.values():
-                write(os.path.join(directory, "targets", f"{d}{sep}{h}.{base}"), data)
+        vendor.unrecognized_fields["custom"] = vendor_ep_metadata()
+        plain = TargetFile.from_data(PLAIN_TARGET, plain_bytes, ["sha256"])
+        self.target_infos = {}
+        for info, data in ((top, top_bytes), (vendor, vendor_bytes), (plain, plain_bytes)):
+            self.publish_target(info, data)
             self.files[info.path] = data
-        self.target_infos = {top.path: top, vendor.path: vendor}
 
         # vendor (delegated) v1, signed by the vendor key
         self.vendor = Metadata(Targets(expires=expiry(90), targets={vendor.path: vendor}))
         self.vendor.sign(self.signers["vendor"])
         self.write_versioned("vendor", self.vendor)
 
-        # targets v1, delegating vendor/* to "vendor"
+        # targets v1, delegating vendor-ep/* to "vendor"
         vkey = self.signers["vendor"].public_key
         delegations = Delegations(
             keys={vkey.keyid: vkey},
-            roles={"vendor": DelegatedRole("vendor", [vkey.keyid], 1, True, paths=["vendor/*"])},
+            roles={"vendor": DelegatedRole("vendor", [vkey.keyid], 1, True,
+                                           paths=["vendor-ep/*"])},
         )
         self.targets = Metadata(
-            Targets(expires=expiry(90), targets={top.path: top}, delegations=delegations,
+            Targets(expires=expiry(90), targets={top.path: top, plain.path: plain},
+                    delegations=delegations,
                     unrecognized_fields={"x-python-made": {"tool": "python-tuf", "ü": 1}})
         )
         self.targets.sign(self.signers["targets"])
@@ -213,6 +238,27 @@ class PyRepo:
         self.snapshot.sign(self.signers["snapshot"])
         self.timestamp = None
         self.publish_snapshot_and_timestamp(bump=False)
+
+    def publish_target(self, info, data):
+        """Writes `data` under every one of its hashes: <dir>/<hash>.<name>."""
+        d, sep, base = info.path.rpartition("/")
+        for h in info.hashes.values():
+            write(os.path.join(self.dir, "targets", f"{d}{sep}{h}.{base}"), data)
+        self.target_infos[info.path] = info
+
+    def add_vendor_target(self, info, data):
+        """vendor v+1 with `info` added, then snapshot (pinning the new
+        vendor.json version) and timestamp."""
+        self.publish_target(info, data)
+        v = self.vendor.signed
+        v.targets[info.path] = info
+        v.version += 1
+        v.expires = expiry(90)
+        self.vendor.signatures.clear()
+        self.vendor.sign(self.signers["vendor"])
+        self.write_versioned("vendor", self.vendor)
+        self.snapshot.signed.meta["vendor.json"] = MetaFile(v.version)
+        return self.publish_snapshot_and_timestamp(bump=True)
 
     def to_bytes(self, md):
         return md.to_bytes(self.serializer)
@@ -316,15 +362,24 @@ def target_url_paths(repo, path):
     return [f"/targets/{d}{sep}{h}.{base}" for h in repo.target_infos[path].hashes.values()]
 
 
-def run_verify(publish, repo_dir, label):
+def verify(publish, repo_dir):
     p = subprocess.run([publish, "verify", "--repo", repo_dir], capture_output=True, text=True,
                        timeout=120)
     print(f"$ epbroker-publish verify --repo REPO  -> exit {p.returncode}")
     for line in (p.stdout + p.stderr).splitlines():
         print(f"    {line}")
+    return p
+
+
+def run_verify(publish, repo_dir, label):
+    p = verify(publish, repo_dir)
     check(p.returncode == 0, f"{label}: epbroker-publish verify passes on the python-tuf repo")
-    check("2 target(s), 0 problem(s)" in p.stdout,
-          f"{label}: verify saw both targets (top-level and delegated) with no problem")
+    check("3 target(s), 0 problem(s)" in p.stdout,
+          f"{label}: verify saw all three targets (two top-level, one delegated) with no problem")
+    for path in (TOP_TARGET, VENDOR_TARGET, PLAIN_TARGET):
+        check(any(line.strip().startswith(f"{path} (") and line.endswith(": OK")
+                  for line in p.stdout.splitlines()),
+              f"{label}: verify reports {path} OK")
 
 
 def scenario(client_exe, publish):
@@ -358,8 +413,8 @@ def scenario(client_exe, publish):
             check(server.count("/metadata/1.targets.json") == 1,
                   "targets fetched by version (1.targets.json)")
 
-            print("-- download both targets")
-            p = client.download(TOP_TARGET, VENDOR_TARGET)
+            print("-- download all three targets")
+            p = client.download(TOP_TARGET, VENDOR_TARGET, PLAIN_TARGET)
             check(p.returncode == 0, "download of top-level and delegated targets exits 0")
             check(server.count("/metadata/1.vendor.json") == 1,
                   "delegated role fetched as 1.vendor.json")
@@ -372,21 +427,30 @@ def scenario(client_exe, publish):
                 check(read(local) == data, f"{name}: downloaded bytes match")
             top_gets = {u: server.count(u) for u in target_url_paths(repo, TOP_TARGET)}
             check(list(top_gets.values()) == [1], f"{TOP_TARGET} fetched once from {top_gets}")
+            check(all(u.startswith("/targets/test-ep/") for u in top_gets),
+                  f"{TOP_TARGET} served from its package directory /targets/test-ep/")
             vendor_gets = {u: server.count(u) for u in target_url_paths(repo, VENDOR_TARGET)}
             check(sum(vendor_gets.values()) == 1,
                   f"{VENDOR_TARGET} fetched once from one of its hash names {vendor_gets}")
-            check(server.count(f"/targets/{TOP_TARGET}") == 0
-                  and server.count(f"/targets/{VENDOR_TARGET}") == 0,
+            check(all(u.startswith("/targets/vendor-ep/") for u in vendor_gets),
+                  f"{VENDOR_TARGET} served from its package directory /targets/vendor-ep/")
+            plain_gets = {u: server.count(u) for u in target_url_paths(repo, PLAIN_TARGET)}
+            check(list(plain_gets.values()) == [1]
+                  and all(u.count("/") == 2 for u in plain_gets),
+                  f"{PLAIN_TARGET} (no directory) fetched once from {plain_gets}")
+            check(all(server.count(f"/targets/{t}") == 0
+                      for t in (TOP_TARGET, VENDOR_TARGET, PLAIN_TARGET)),
                   "no target fetched by its plain (unprefixed) name")
 
             print("-- download again: nothing re-fetched")
             before = dict(server.gets)
-            p = client.download(TOP_TARGET, VENDOR_TARGET)
+            p = client.download(TOP_TARGET, VENDOR_TARGET, PLAIN_TARGET)
             check(p.returncode == 0, "second download exits 0")
             refetched = {u: server.gets[u] - before.get(u, 0) for u in server.gets
                          if u.startswith("/targets/") and server.gets[u] != before.get(u, 0)}
             check(not refetched, f"no target GET on the second download (new GETs: {refetched})")
-            check(p.stdout.count("already present") == 2, "client reports both as already present")
+            check(p.stdout.count("already present") == 3,
+                  "client reports all three as already present")
 
             print("-- root v2 rotating the root and timestamp keys")
             old_ts_bytes = client.trusted("timestamp")
@@ -403,7 +467,7 @@ def scenario(client_exe, publish):
                   "trusted timestamp is v3, signed by the new timestamp key")
             check(client.trusted("timestamp") != old_ts_bytes, "old timestamp replaced")
             check(server.count("/metadata/2.snapshot.json") == 1, "snapshot v2 fetched")
-            p = client.download(TOP_TARGET, VENDOR_TARGET)
+            p = client.download(TOP_TARGET, VENDOR_TARGET, PLAIN_TARGET)
             check(p.returncode == 0, "download after rotation exits 0 (targets still verified)")
 
             print("-- rollback: a validly signed timestamp v2 < trusted v3")
@@ -427,6 +491,31 @@ def scenario(client_exe, publish):
 
             print("-- epbroker-publish verify after the rotation (root chain 1 -> 2)")
             run_verify(publish, repo_dir, "after rotation")
+
+            print(f"-- name binding: vendor (trusted for vendor-ep/*) signs {MISBOUND_TARGET}"
+                  " claiming the name test-ep")
+            evil_bytes = b"not really test-ep\n" * 100
+            evil = TargetFile.from_data(MISBOUND_TARGET, evil_bytes, ["sha256"])
+            evil.unrecognized_fields["custom"] = copy.deepcopy(EP_METADATA)  # name "test-ep"
+            evil.unrecognized_fields["custom"]["epbroker"]["version"] = "9.9.9"
+            repo.add_vendor_target(evil, evil_bytes)
+            p = client.download(MISBOUND_TARGET)
+            check(p.returncode == 0,
+                  "plain TUF accepts it (the vendor role is trusted for vendor-ep/*): the name "
+                  "binding is epbroker's rule on top of TUF")
+            p = verify(publish, repo_dir)
+            check(p.returncode == 1, "epbroker-publish verify fails on the misbound package")
+            check("4 target(s), 1 problem(s)" in p.stdout,
+                  "verify: exactly one problem among the four targets")
+            flagged = [line.strip() for line in p.stdout.splitlines()
+                       if line.strip().startswith(f"{MISBOUND_TARGET} (")]
+            check(len(flagged) == 1 and ": refused by clients: " in flagged[0]
+                  and "test-ep" in flagged[0],
+                  f"verify reports {MISBOUND_TARGET} as refused by clients: {flagged}")
+            check(all(any(line.strip().startswith(f"{t} (") and line.endswith(": OK")
+                          for line in p.stdout.splitlines())
+                      for t in (TOP_TARGET, VENDOR_TARGET, PLAIN_TARGET)),
+                  "verify still reports the correctly bound targets OK")
         finally:
             server.close()
 

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Interop: python-tuf's ngclient reads a repository written by epbroker-publish.
 
-Builds a repository with `epbroker-publish` (init, add x2, delegate vendor/* + add to it, rotate root,
+Builds a repository with `epbroker-publish` (init, add x2, delegate vendor-ep/* + add to it, rotate root,
 timestamp, snapshot and targets, timestamp, remove), serves it over loopback
 HTTP, and after every publishing step checks that python-tuf's Updater
 refreshes, finds every present target with its custom["epbroker"] EP metadata
 intact, downloads the right bytes, and no longer finds a removed target. Also checks that a tampered target file
-makes python-tuf's download fail.
+makes python-tuf's download fail. Every package is published at a target path
+whose first segment is its name ("NAME/...", the name binding of
+catalog/name_binding.hpp); the delegated role is trusted for "vendor-ep/*".
 
 Runs three times: with the default 1-of-1 root key, with --root-keys 3
 --root-threshold 2, and with --no-consistent-snapshot.
@@ -69,6 +71,17 @@ def other_ep_metadata():
         {"type": "gpu", "vendor_ids": [4318], "device_ids": [8708, 8709]},
         {"type": "cpu"},
     ]
+    return m
+
+
+def vendor_ep_metadata():
+    # other-ep's canonical-JSON probes, under the delegated package's own name.
+    m = other_ep_metadata()
+    e = m["epbroker"]
+    e["name"] = "vendor-ep"
+    e["version"] = "0.3.0"
+    e["ep_names"] = ["EpbrokerVendorEp"]
+    e["library"] = "lib/libvendor_ep.so"
     return m
 
 
@@ -317,12 +330,13 @@ def scenario(publish, init_args, label):
             pkg_b = repo.add("other-ep-2.1.0.bin", b"other-ep\n" * 1000, other_ep_metadata())
             check_step(repo, server, client, "add other-ep")
 
-            # A delegated role with its own key, trusted for vendor/* only.
-            repo.run("delegate", "vendor", "--paths", "vendor/*")
-            check_step(repo, server, client, "delegate vendor/*")
-            repo.add("vendor-ep-0.3.0.bin", b"vendor-ep\n" * 300, other_ep_metadata(),
-                     role="vendor", target_path="vendor/vendor-ep-0.3.0.bin")
-            check_step(repo, server, client, "add vendor/vendor-ep-0.3.0.bin to role vendor")
+            # A delegated role with its own key, trusted for vendor-ep/* only:
+            # the package vendor-ep's namespace (name binding).
+            repo.run("delegate", "vendor", "--paths", "vendor-ep/*")
+            check_step(repo, server, client, "delegate vendor-ep/*")
+            pkg_v = repo.add("vendor-ep-0.3.0.bin", b"vendor-ep\n" * 300, vendor_ep_metadata(),
+                             role="vendor", target_path="vendor-ep/vendor-ep-0.3.0.bin")
+            check_step(repo, server, client, f"add {pkg_v} to role vendor")
 
             repo.run("rotate", "root")
             check_step(repo, server, client, "rotate root")

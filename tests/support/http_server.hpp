@@ -2,7 +2,8 @@
 //
 // Serves the files under a root directory on 127.0.0.1 (ephemeral port), honouring
 // single byte ranges, plus the fault-injection paths of http_server.py:
-// /__endless__/, /__status__/CODE/, /__slow__/, /__redirect__/URL-ENCODED-TARGET,
+// /__endless__/, /__status__/CODE/, /__status_file__/CODE/PATH (that status, the
+// file as its body), /__slow__/, /__redirect__/URL-ENCODED-TARGET,
 // /__drop__/N/ (cut after N body bytes), /__norange__/ (Range ignored),
 // /__fail_first__/K/CODE/ (K answers CODE, then the file), /__shiftrange__/ (a 206
 // one byte before the range asked), /__trickle__/ (80 KiB/s),

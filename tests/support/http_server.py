@@ -17,6 +17,8 @@ honest and hostile responses:
   /__endless__/<anything>            200, no Content-Length, 64 KiB chunks forever
                                      (until the client disconnects)
   /__status__/<code>/<anything>      answers status <code> with a short body
+  /__status_file__/<code>/<path>     answers status <code> with the file's bytes
+                                     as its body (an error page saying too much)
   /__slow__/<anything>               200, no Content-Length, 1 byte per second
                                      (stops after 600 s)
   /__redirect__/<url-encoded target> 302 to the decoded target
@@ -81,6 +83,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._endless(send_body)
             elif raw_path.startswith("/__status__/"):
                 self._status(raw_path[len("/__status__/"):], send_body)
+            elif raw_path.startswith("/__status_file__/"):
+                self._status_file(raw_path[len("/__status_file__/"):], send_body)
             elif raw_path.startswith("/__slow__/"):
                 self._slow(send_body)
             elif raw_path.startswith("/__redirect__/"):
@@ -206,6 +210,23 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self._simple(400, b"bad status code\n", send_body)
             return
         self._simple(code, ("status %d\n" % code).encode(), send_body)
+
+    def _status_file(self, rest, send_body):
+        code_text, _, path = rest.partition("/")
+        try:
+            code = int(code_text)
+            if not 200 <= code <= 599:
+                raise ValueError(code_text)
+        except ValueError:
+            self._simple(400, b"bad status code\n", send_body)
+            return
+        root = os.path.realpath(self.root)
+        full = os.path.realpath(os.path.join(root, urllib.parse.unquote(path)))
+        if not full.startswith(root + os.sep) or not os.path.isfile(full):
+            self._simple(404, b"not found\n", send_body)
+            return
+        with open(full, "rb") as f:
+            self._simple(code, f.read(), send_body)
 
     def _slow(self, send_body):
         self._log(200, None)

@@ -15,12 +15,11 @@
 // request_session, remove, hold, unhold, rollback, history, reset_remote, and
 // update with dry_run) takes well under a second; each is bounded by the D-Bus
 // method timeout (25 s); status() may also ask again for up to 1 s while the
-// daemon retires a session that has just ended. verify() re-hashes the whole
-// store and may take minutes (bounded at 10 min), gc() deletes files (bounded at
-// 10 min). ensure_ready(), install(), update() and refresh() block until their
-// jobs end: as long as a download takes, with no overall limit; they return
-// early only through the cancel token (or when the daemon goes away:
-// Errc::unavailable). The first call on a system where
+// daemon retires a session that has just ended. gc() deletes files (bounded at
+// 10 min). ensure_ready(), install(), update(), refresh() and verify() block
+// until their jobs end: as long as a download (or re-hashing the store) takes,
+// with no overall limit; they return early only through the cancel token (or
+// when the daemon goes away: Errc::unavailable). The first call on a system where
 // epbrokerd is not running starts it (D-Bus activation), which adds the
 // daemon's start-up time to that call.
 //
@@ -79,11 +78,14 @@ struct Device {
 };
 
 // revoked: installed, but the signed catalogs list none of its installed versions
-// any more, so no session is granted it (reason says so).
-enum class ProviderState { ready, available, installing, incompatible, revoked, unknown };
+// any more, so no session is granted it (reason says so). refused: a catalog lists
+// that name only from a target path outside "NAME/", signed by a role not trusted
+// for the name, so it is never installed (reason says which target); shown only
+// when no valid package has the name.
+enum class ProviderState { ready, available, installing, incompatible, revoked, refused, unknown };
 
-// "ready", "available", "installing", "incompatible", "revoked" ("unknown" for a
-// state this library does not know).
+// "ready", "available", "installing", "incompatible", "revoked", "refused"
+// ("unknown" for a state this library does not know).
 EPBROKER_API std::string_view to_string(ProviderState state) noexcept;
 
 // One installed version of a package (Provider::versions).
@@ -149,8 +151,8 @@ EPBROKER_API bool is_final(JobState state) noexcept;
 // goes down within one job (stale, out-of-order updates are dropped).
 struct Progress {
   std::string job;     // D-Bus path of the job
-  std::string kind;    // "install" | "refresh"
-  std::string target;  // package name (install) or "" (refresh)
+  std::string kind;    // "install" | "refresh" | "verify"
+  std::string target;  // package name (install) or "" (refresh, verify)
   JobState state = JobState::unknown;
   std::uint64_t bytes_done = 0;
   std::uint64_t bytes_total = 0;
@@ -208,12 +210,20 @@ struct RollbackResult {
   std::string to;    // the previously current version, current again now
 };
 
-// One entry of Broker1.Verify.
+// One entry of Broker1.Verify (one installed version).
 struct VerifyResult {
   std::string name;
   std::string version;
   bool ok = true;
   std::string problem;  // what is wrong when !ok
+};
+
+// One verification of the store (Client::verify with progress).
+struct VerifyReport {
+  std::vector<VerifyResult> results;
+  // When that verification ended (unix seconds, UTC): earlier than the call when
+  // the daemon answered with its latest result (see Client::verify).
+  std::int64_t finished = 0;
 };
 
 // ---- requests -------------------------------------------------------------------
@@ -279,7 +289,8 @@ class EPBROKER_API CancelToken {
 
 struct ClientOptions {
   // D-Bus address, e.g. "unix:path=/run/epbroker-test/bus". Empty: the
-  // EPBROKER_BUS_ADDRESS environment variable if set, else the system bus.
+  // EPBROKER_BUS_ADDRESS environment variable if set, else the system bus. A
+  // setuid, setgid or file-capability program ignores the variable (secure_getenv).
   std::string bus_address;
 };
 
@@ -422,7 +433,18 @@ class EPBROKER_API Client {
   // org.epbroker.manage.
   void reset_remote(const std::string& remote);
 
-  // Re-hashes the installed store.
+  // Verifies the store: re-hashes every installed version against its saved
+  // manifest, as a daemon job (Broker1.StartVerify, then VerifyResults),
+  // reporting its progress as ensure_ready() does (kind "verify", state
+  // "verifying", bytes over the installed payload). The daemon runs one at a
+  // time, and a call joins a running one. Without root or polkit's
+  // org.epbroker.manage a new one starts at most every 10 minutes; in between the
+  // latest result is returned (VerifyReport::finished says when it was found), or
+  // Errc::busy when there is none. `cancel` stops the wait, and the verification
+  // when this client started it. A damaged version is repaired by install().
+  VerifyReport verify(const ProgressCallback& on_progress,
+                      const CancelToken& cancel = CancelToken());
+  // The same without progress: the results.
   std::vector<VerifyResult> verify();
 
   // A lease on the providers the options select (Broker1.RequestSession).

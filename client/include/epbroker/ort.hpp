@@ -416,7 +416,8 @@ inline EnsureResult ensure_and_register(Client& client, Ort::Env& env,
   };
   for (const Provider& p : client.providers()) {
     if (!wanted(p.name) || p.kind != "execution_provider") continue;
-    if (p.state == ProviderState::incompatible) continue;  // the session says why
+    // The session says why; a refused name is never installed.
+    if (p.state == ProviderState::incompatible || p.state == ProviderState::refused) continue;
     const auto need = detail::parse_version(p.ort_min);
     if (app_v && need && *app_v < *need) continue;  // register_providers says why; no download
     if (p.state == ProviderState::ready || !options.install) continue;

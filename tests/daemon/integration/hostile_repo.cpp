@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "catalog/atomic_file.hpp"
+#include "catalog/crypto/ed25519.hpp"
 #include "catalog/crypto/hash.hpp"
 #include "catalog/ep_metadata.hpp"
 #include "catalog/package/pack.hpp"
@@ -98,6 +99,36 @@ void HostileRepo::add_package(const std::string& name, const std::string& versio
               "add " + name);
 }
 
+void HostileRepo::delegate(const std::string& role, const std::vector<std::string>& paths,
+                           bool terminating) {
+  ok_or_throw(
+      repo.add_delegation(role, paths, ok_or_throw(catalog::crypto::PrivateKey::generate(), "key"),
+                          terminating),
+      "delegate " + role);
+}
+
+std::string HostileRepo::add_package_as(const std::string& role, const std::string& dir,
+                                        const std::string& name, const std::string& version,
+                                        std::size_t size, const std::string& file_name) {
+  const auto meta = metadata(name, version, "epbroker tests");
+  const fs::path src = tmp_ / "src" / (role + "-" + dir + "-" + name + "-" + version);
+  fs::remove_all(src);
+  fs::create_directories(src / "lib");
+  ok_or_throw(catalog::atomic_write_file(
+                  src / meta.library, noise(size, std::hash<std::string>{}(dir + name + version))),
+              "library");
+  const std::string file = file_name.empty() ? name + "-" + version + ".tar.zst" : file_name;
+  const fs::path package = tmp_ / "packages" / role / dir / file;
+  fs::create_directories(package.parent_path());
+  ok_or_throw(catalog::package::pack_directory(src, meta, package), "pack " + name);
+  auto bytes = ok_or_throw(catalog::read_file(package, 1 << 30), "read package");
+  const std::string served =
+      "targets/" + dir + "/" + catalog::crypto::sha256_hex(bytes) + "." + file;
+  ok_or_throw(repo.add_target(dir + "/" + file, std::move(bytes), catalog::to_json(meta), role),
+              "add " + dir + "/" + file);
+  return served;
+}
+
 void HostileRepo::publish(std::optional<catalog::tuf::TimePoint> at) {
   ok_or_throw(repo.publish(catalog::tuf::directory_writer(dir()), at.value_or(wall_now())),
               "publish");
@@ -144,6 +175,7 @@ void write_remote(const PrivateBus& bus, const RemoteConf& r) {
                      "\npriority = " + std::to_string(r.priority) + "\n";
   if (!r.ca_file.empty()) text += "ca_file = " + r.ca_file + "\n";
   if (!r.mirrors.empty()) text += "mirrors = " + r.mirrors + "\n";
+  if (!r.redirect_hosts.empty()) text += "redirect_hosts = " + r.redirect_hosts + "\n";
   ok_or_throw(catalog::atomic_write_file(bus.config_dir() / "remotes.d" / (r.name + ".conf"), text),
               "write remote " + r.name);
 }

@@ -50,6 +50,18 @@ class HostileRepo {
   void add_package(const std::string& name, const std::string& version = "1.0.0",
                    std::size_t size = 64 << 10,
                    const std::optional<std::string>& manifest_vendor = std::nullopt);
+  // Delegates `paths` from the targets role to a new role ROLE with a fresh key
+  // (not yet published); `terminating` as TUF says.
+  void delegate(const std::string& role, const std::vector<std::string>& paths,
+                bool terminating = false);
+  // Packs NAME VERSION as add_package does, and adds it to `role` (a delegated
+  // one, or "targets") at target path "DIR/FILE" (FILE: `file`, else
+  // NAME-VERSION.tar.zst), whatever NAME is: a role may claim another package's
+  // name, or a path another role lists (not yet published). Returns where it is
+  // served ("targets/DIR/<sha256>.<FILE>").
+  std::string add_package_as(const std::string& role, const std::string& dir,
+                             const std::string& name, const std::string& version,
+                             std::size_t size = 64 << 10, const std::string& file = "");
   void publish(std::optional<catalog::tuf::TimePoint> at = std::nullopt);
   void publish_timestamp(std::optional<catalog::tuf::TimePoint> at = std::nullopt);
   // The signed bytes of `role` in its current state (no version bump).
@@ -85,6 +97,7 @@ struct RemoteConf {
   int priority = 0;
   std::string ca_file{};
   std::string mirrors{};
+  std::string redirect_hosts{};
 };
 void write_remote(const PrivateBus& bus, const RemoteConf& remote);
 void remove_remote(const PrivateBus& bus, const std::string& name);

@@ -287,6 +287,9 @@ PrivateBus::PrivateBus(PrivateBusOptions options) : options_(std::move(options))
   for (const auto& d : {bus_dir, services, config_dir() / "remotes.d", state_dir(), cache_dir()}) {
     fs::create_directories(d);
   }
+  // The store libepbroker trusts (client/src/store_path.hpp) is this daemon's
+  // (its --state-dir holds it), for this process and the clients it starts.
+  ::setenv("EPBROKER_STORE_DIR", (state_dir() / "store").c_str(), 1);
   for (const auto& d : {root(), bus_dir}) {
     fs::permissions(d, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                            fs::perms::others_read | fs::perms::others_exec);

@@ -149,6 +149,8 @@ const std::vector<Attack> kAttacks = {
                t.other_dir_.path() / "repo", support::HttpServerOptions{"127.0.0.2"});
            t.remote_.targets_url =
                t.r().server().url("__redirect__/" + support::url_encode(t.other_->url("targets/")));
+           // Another origin: followed only because the remote lists it.
+           t.remote_.redirect_hosts = "127.0.0.2:" + std::to_string(t.other_->port());
            write_remote(*t.bus_, t.remote_);
          },
      .attack =

@@ -1,0 +1,187 @@
+#include "daemon/commit/helper_committer.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "catalog/tuf/metadata.hpp"
+#include "catalog/version.hpp"
+#include "daemon/commit/protocol.hpp"
+#include "daemon/store/installed.hpp"
+
+extern char** environ;
+
+namespace epbrokerd::commit {
+namespace {
+
+using catalog::Errc;
+using catalog::fail;
+using catalog::Result;
+
+std::optional<store::InstallPhase> phase_of(const std::string& name) {
+  for (auto p : {store::InstallPhase::extracting, store::InstallPhase::verifying,
+                 store::InstallPhase::committing}) {
+    if (store::install_phase_name(p) == name) return p;
+  }
+  return std::nullopt;
+}
+
+// Reaps a spawned helper when the exchange ends, however it ends.
+struct Child {
+  pid_t pid = -1;
+  ~Child() {
+    if (pid <= 0) return;
+    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+};
+
+// Sends `request`, then reads answers until the final one, passing progress on.
+Result<nlohmann::json> exchange(int sock, const nlohmann::json& request, std::span<const int> fds,
+                                const store::InstallProgress& progress, std::stop_token stop) {
+  if (auto ok = send_message(sock, request, fds); !ok) return std::unexpected(ok.error());
+  for (;;) {
+    auto m = receive_message(sock, 200);
+    if (!m && m.error().code == Errc::busy) {
+      if (stop.stop_requested()) return fail(Errc::cancelled, "cancelled");
+      continue;
+    }
+    if (!m) {
+      return fail(Errc::unavailable,
+                  "the commit helper ended without an answer (" + m.error().message + ")");
+    }
+    const auto& b = m->body;
+    if (auto it = b.find("progress"); it != b.end() && it->is_string()) {
+      auto phase = phase_of(it->get<std::string>());
+      const auto done = b.find("done");
+      const auto total = b.find("total");
+      if (phase && progress && done != b.end() && done->is_number_unsigned() && total != b.end() &&
+          total->is_number_unsigned()) {
+        progress(*phase, done->get<std::uint64_t>(), total->get<std::uint64_t>());
+      }
+      continue;
+    }
+    auto ok = b.find("ok");
+    if (ok == b.end() || !ok->is_boolean())
+      return fail(Errc::malformed, "commit helper: bad answer");
+    if (!ok->get<bool>()) {
+      const std::string code =
+          b.contains("code") && b["code"].is_string() ? b["code"].get<std::string>() : "";
+      const std::string msg =
+          b.contains("message") && b["message"].is_string() ? b["message"].get<std::string>() : "";
+      return std::unexpected(error_from_reply({{"code", code}, {"message", msg}}));
+    }
+    return b;
+  }
+}
+
+}  // namespace
+
+HelperCommitter HelperCommitter::over_socket(std::filesystem::path socket_path) {
+  HelperCommitter c;
+  c.socket_path_ = std::move(socket_path);
+  return c;
+}
+
+HelperCommitter HelperCommitter::spawning(std::filesystem::path helper,
+                                          std::vector<std::string> args) {
+  HelperCommitter c;
+  c.helper_ = std::move(helper);
+  c.args_ = std::move(args);
+  return c;
+}
+
+Result<catalog::UniqueFd> HelperCommitter::connect(pid_t* child) const {
+  if (!socket_path_.empty()) {
+    catalog::UniqueFd s(::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+    if (!s.valid()) return fail(Errc::io, std::string("socket: ") + std::strerror(errno));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string p = socket_path_.string();
+    if (p.size() >= sizeof(addr.sun_path))
+      return fail(Errc::invalid_argument, "socket path too long");
+    std::memcpy(addr.sun_path, p.c_str(), p.size() + 1);
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+      return fail(Errc::unavailable,
+                  "cannot reach the commit helper at " + p + ": " + std::strerror(errno));
+    }
+    return s;
+  }
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
+    return fail(Errc::io, std::string("socketpair: ") + std::strerror(errno));
+  }
+  catalog::UniqueFd ours(pair[0]);
+  catalog::UniqueFd theirs(pair[1]);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, theirs.get(), 0);  // clears CLOEXEC on 0
+  std::vector<std::string> argv_s{helper_.string()};
+  argv_s.insert(argv_s.end(), args_.begin(), args_.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int rc = ::posix_spawn(child, helper_.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    return fail(Errc::unavailable,
+                "cannot start the commit helper " + helper_.string() + ": " + std::strerror(rc));
+  }
+  return ours;
+}
+
+Result<store::InstalledPackage> HelperCommitter::install(const store::CommitInstall& request,
+                                                         const store::InstallProgress& progress,
+                                                         std::stop_token stop) {
+  Child child;
+  auto sock = connect(&child.pid);
+  if (!sock) return std::unexpected(sock.error());
+  const int fds[] = {request.metadata_dir_fd, request.package_fd};
+  auto reply = exchange(
+      sock->get(), {{"op", "install"}, {"remote", request.remote}, {"target", request.target_path}},
+      fds, progress, stop);
+  if (!reply) return std::unexpected(reply.error());
+  // The answer only names what was installed; the caller reads it from the disk.
+  store::InstalledPackage p;
+  const auto name = reply->find("name");
+  const auto version = reply->find("version");
+  if (name == reply->end() || !name->is_string() || version == reply->end() ||
+      !version->is_string()) {
+    return fail(Errc::malformed, "commit helper: bad answer");
+  }
+  p.manifest.ep.name = name->get<std::string>();
+  auto v = catalog::parse_version_text(version->get<std::string>());
+  if (!v) return fail(Errc::malformed, "commit helper: bad version in its answer");
+  p.manifest.ep.version = std::move(*v);
+  return p;
+}
+
+Result<void> HelperCommitter::remove(std::string_view name,
+                                     std::optional<std::string_view> version) {
+  Child child;
+  auto sock = connect(&child.pid);
+  if (!sock) return std::unexpected(sock.error());
+  nlohmann::json request = {{"op", "remove"}, {"name", std::string(name)}};
+  request["version"] = version ? nlohmann::json(std::string(*version)) : nlohmann::json(nullptr);
+  auto reply = exchange(sock->get(), request, {}, {}, {});
+  if (!reply) return std::unexpected(reply.error());
+  return {};
+}
+
+Result<void> HelperCommitter::recover() {
+  Child child;
+  auto sock = connect(&child.pid);
+  if (!sock) return std::unexpected(sock.error());
+  auto reply = exchange(sock->get(), {{"op", "recover"}}, {}, {}, {});
+  if (!reply) return std::unexpected(reply.error());
+  return {};
+}
+
+}  // namespace epbrokerd::commit
