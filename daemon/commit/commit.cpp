@@ -2,6 +2,8 @@
 #include "daemon/commit/commit.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -93,16 +95,22 @@ Result<store::Store> open_store(const CommitEnv& env) {
   }
 }
 
-// Step 5: copies `from` (the daemon's descriptor: any kind of file, changing at
-// will) into a fresh file in `dir`, at most `info.length` + 1 bytes, hashing what
-// it writes; the copy must have exactly the signed length and hashes. Returns
-// the path of the copy, which only this side can reach.
-Result<fs::path> copy_verified(int from, const fs::path& dir, const catalog::tuf::TargetFile& info,
-                               std::stop_token stop) {
+// Step 3: copies `from` (the daemon's descriptor: a pipe the download streams
+// into, or its file; either can change at will) into an anonymous file of our
+// own, at most `info.length` bytes, hashing what it writes; the copy must have
+// exactly the signed length and hashes. Nothing here parses a byte. A stream
+// that brings nothing for `idle` ends the copy (Errc::network). Returns the
+// descriptor of the copy, which only this process can reach.
+struct Copy {
+  catalog::UniqueFd fd;
+  fs::path named;  // where it is, when the filesystem has no O_TMPFILE; else empty
+};
+Result<Copy> copy_verified(int from, const fs::path& dir, const catalog::tuf::TargetFile& info,
+                           std::chrono::milliseconds idle, std::stop_token stop) {
   struct stat st {};
-  if (::fstat(from, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(from, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISFIFO(st.st_mode))) {
     return fail(Errc::invalid_argument,
-                info.path + ": the package handed over is not a regular file");
+                info.path + ": the package handed over is neither a file nor a pipe");
   }
   if (info.hashes.empty()) return fail(Errc::bad_field, info.path + ": no hashes");
   std::vector<std::pair<std::string, catalog::crypto::Hasher>> hashers;
@@ -111,23 +119,47 @@ Result<fs::path> copy_verified(int from, const fs::path& dir, const catalog::tuf
     if (!algo) return fail(Errc::hash_mismatch, info.path + ": " + algo.error().message);
     hashers.emplace_back(name, catalog::crypto::Hasher(*algo));
   }
-  std::string tmpl = (dir / "commit-XXXXXX").string();
-  catalog::UniqueFd out(::mkostemp(tmpl.data(), O_CLOEXEC));
-  if (!out.valid()) return fail(catalog::errno_code(errno), "create " + tmpl);
-  const fs::path copy = tmpl;
+  Copy result;
+  result.fd = catalog::UniqueFd(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+  if (!result.fd.valid()) {
+    // No O_TMPFILE on this filesystem (overlayfs before Linux 6.6): a named one.
+    std::string tmpl = (dir / ".commit-XXXXXX").string();
+    result.fd = catalog::UniqueFd(::mkostemp(tmpl.data(), O_CLOEXEC));
+    if (!result.fd.valid()) {
+      return fail(catalog::errno_code(errno), "create a file in " + dir.string());
+    }
+    result.named = tmpl;
+  }
   auto discard = [&](catalog::Error e) {
-    ::unlink(copy.c_str());
+    if (!result.named.empty()) ::unlink(result.named.c_str());
     return std::unexpected(std::move(e));
   };
+  const int out = result.fd.get();
+  const bool file = S_ISREG(st.st_mode);
   std::vector<std::byte> buf(std::size_t{1} << 20);
   std::uint64_t total = 0;
+  auto last_byte = std::chrono::steady_clock::now();
   for (;;) {
     if (stop.stop_requested()) return discard({Errc::cancelled, "cancelled"});
-    // pread from our own offset: the daemon may move the shared file offset.
-    const ssize_t n = ::pread(from, buf.data(), buf.size(), static_cast<off_t>(total));
+    ssize_t n = 0;
+    if (file) {
+      // pread from our own offset: the daemon may move the shared file offset.
+      n = ::pread(from, buf.data(), buf.size(), static_cast<off_t>(total));
+    } else {
+      pollfd p{from, POLLIN, 0};
+      if (::poll(&p, 1, 200) == 0) {
+        if (std::chrono::steady_clock::now() - last_byte > idle) {
+          return discard({Errc::network, info.path + ": the package stream stalled"});
+        }
+        continue;
+      }
+      n = ::read(from, buf.data(), buf.size());
+      if (n < 0 && errno == EAGAIN) continue;
+    }
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return discard({Errc::io, info.path + ": read of the handed-over package failed"});
     if (n == 0) break;
+    last_byte = std::chrono::steady_clock::now();
     const auto chunk = std::span(buf.data(), static_cast<std::size_t>(n));
     if (total + chunk.size() > info.length) {
       return discard({Errc::length_mismatch, info.path + ": more than the signed " +
@@ -135,12 +167,12 @@ Result<fs::path> copy_verified(int from, const fs::path& dir, const catalog::tuf
     }
     for (auto& [_, h] : hashers) h.update(chunk);
     for (std::size_t done = 0; done < chunk.size();) {
-      const ssize_t w = ::write(out.get(), chunk.data() + done, chunk.size() - done);
+      const ssize_t w = ::write(out, chunk.data() + done, chunk.size() - done);
       if (w < 0 && errno == EINTR) continue;
       if (w < 0) {
         const int err = errno;
-        return discard(
-            {catalog::errno_code(err), "write " + copy.string() + ": " + std::strerror(err)});
+        return discard({catalog::errno_code(err), "write a copy of " + info.path + " in " +
+                                                      dir.string() + ": " + std::strerror(err)});
       }
       done += static_cast<std::size_t>(w);
     }
@@ -157,8 +189,26 @@ Result<fs::path> copy_verified(int from, const fs::path& dir, const catalog::tuf
           {Errc::hash_mismatch, info.path + ": " + name + " differs from the signed one"});
     }
   }
-  return copy;
+  return result;
 }
+
+// Holds an exclusive flock on `path` (created) while it lives.
+class FileLock {
+ public:
+  static Result<FileLock> take(const fs::path& path) {
+    FileLock l;
+    l.fd_ =
+        catalog::UniqueFd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!l.fd_.valid()) return fail(catalog::errno_code(errno), "open " + path.string());
+    while (::flock(l.fd_.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) return fail(Errc::io, "lock " + path.string());
+    }
+    return l;
+  }
+
+ private:
+  catalog::UniqueFd fd_;
+};
 
 }  // namespace
 
@@ -166,43 +216,67 @@ Result<store::InstalledPackage> commit_install(const CommitEnv& env,
                                                const store::CommitInstall& request,
                                                const store::InstallProgress& progress,
                                                std::stop_token stop) {
-  // 1. The remote and this side's trust in it. The store's lock (step 4) is
-  //    taken first: it serializes commits, and with them every change of trust/.
+  // 1. The remote and this side's trust in it, under trust/'s own lock (one
+  //    commit at a time changes trust/; the store's lock is not held meanwhile).
   const config::Remote* remote = find_remote(env, request.remote);
   if (remote == nullptr) return fail(Errc::not_found, "no remote " + request.remote);
+  if (auto ok = make_private_dir(env.store_root / "trust"); !ok) return std::unexpected(ok.error());
+  catalog::tuf::TargetFile info;
+  catalog::EpMetadata meta;
+  {
+    auto lock = FileLock::take(env.store_root / "trust" / ".lock");
+    if (!lock) return std::unexpected(lock.error());
+    auto metadata_dir = trusted_metadata_dir(env, *remote);
+    if (!metadata_dir) return std::unexpected(metadata_dir.error());
+    // The TUF workflow over what the daemon handed over.
+    HandoffFetcher fetcher(request.metadata_dir_fd);
+    catalog::tuf::UpdaterConfig ucfg;
+    ucfg.metadata_dir = *metadata_dir;
+    ucfg.metadata_base_url = std::string(kHandoffBaseUrl);
+    ucfg.target_base_url = std::string(kHandoffBaseUrl);
+    ucfg.retry.attempts = 1;
+    ucfg.cancel = [&stop] { return stop.stop_requested(); };
+    if (env.now) ucfg.now = std::chrono::time_point_cast<std::chrono::seconds>(*env.now);
+    catalog::tuf::Updater updater(ucfg, fetcher);
+    if (auto ok = updater.refresh(); !ok) {
+      auto e = ok.error();
+      e.message = "remote " + remote->name + ": " + e.message;
+      return std::unexpected(std::move(e));
+    }
+    // 2. The target, what it claims, and whether its signer may claim that name.
+    auto found = updater.get_targetinfo(request.target_path);
+    if (!found) return std::unexpected(found.error());
+    auto parsed = catalog::parse_ep_metadata(found->custom);
+    if (!parsed) return std::unexpected(parsed.error());
+    if (auto ok = catalog::check_name_binding(parsed->name, found->path); !ok) {
+      return std::unexpected(ok.error());
+    }
+    info = std::move(*found);
+    meta = std::move(*parsed);
+  }
+  // 3. Our own verified copy, taken as the bytes arrive (a streamed download:
+  //    no lock held, so another commit waiting never stalls this download).
+  auto copy = copy_verified(request.package_fd, env.store_root, info, env.stream_idle, stop);
+  if (!copy) return std::unexpected(copy.error());
+  // 4. The store (its lock waited for, its recovery run); 5. installed from the
+  //    copy, named in staging/ for the install (and for recovery, should we die).
   auto s = open_store(env);
   if (!s) return std::unexpected(s.error());
-  auto metadata_dir = trusted_metadata_dir(env, *remote);
-  if (!metadata_dir) return std::unexpected(metadata_dir.error());
-  // 2. The TUF workflow over what the daemon handed over.
-  HandoffFetcher fetcher(request.metadata_dir_fd);
-  catalog::tuf::UpdaterConfig ucfg;
-  ucfg.metadata_dir = *metadata_dir;
-  ucfg.metadata_base_url = std::string(kHandoffBaseUrl);
-  ucfg.target_base_url = std::string(kHandoffBaseUrl);
-  ucfg.retry.attempts = 1;
-  ucfg.cancel = [&stop] { return stop.stop_requested(); };
-  if (env.now) ucfg.now = std::chrono::time_point_cast<std::chrono::seconds>(*env.now);
-  catalog::tuf::Updater updater(ucfg, fetcher);
-  if (auto ok = updater.refresh(); !ok) {
-    auto e = ok.error();
-    e.message = "remote " + remote->name + ": " + e.message;
-    return std::unexpected(std::move(e));
+  const auto slash = info.path.rfind('/');
+  const fs::path named = s->staging_dir() / ("package-" + info.path.substr(slash + 1));
+  const std::string self = "/proc/self/fd/" + std::to_string(copy->fd.get());
+  const int linked = copy->named.empty() ? ::linkat(AT_FDCWD, self.c_str(), AT_FDCWD, named.c_str(),
+                                                    AT_SYMLINK_FOLLOW)
+                                         : ::rename(copy->named.c_str(), named.c_str());
+  if (linked != 0) {
+    const int err = errno;
+    if (!copy->named.empty()) ::unlink(copy->named.c_str());
+    return fail(catalog::errno_code(err),
+                "put the copy at " + named.string() + ": " + std::strerror(err));
   }
-  // 3. The target, what it claims, and whether its signer may claim that name.
-  auto info = updater.get_targetinfo(request.target_path);
-  if (!info) return std::unexpected(info.error());
-  auto meta = catalog::parse_ep_metadata(info->custom);
-  if (!meta) return std::unexpected(meta.error());
-  if (auto ok = catalog::check_name_binding(meta->name, info->path); !ok) {
-    return std::unexpected(ok.error());
-  }
-  // 5. Our own verified copy; 6. installed from it.
-  auto copy = copy_verified(request.package_fd, s->staging_dir(), *info, stop);
-  if (!copy) return std::unexpected(copy.error());
-  auto installed = s->install(*copy, *meta, progress, stop);
+  auto installed = s->install(named, meta, progress, stop);
   std::error_code ec;
-  fs::remove(*copy, ec);
+  fs::remove(named, ec);
   return installed;
 }
 

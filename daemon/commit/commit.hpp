@@ -45,20 +45,23 @@ struct CommitEnv {
   catalog::package::ExtractLimits limits{};
   // How long to wait for another commit holding the store's lock.
   std::chrono::milliseconds lock_wait{std::chrono::seconds(120)};
+  // How long a streamed package (a pipe) may bring no byte before the copy ends.
+  std::chrono::milliseconds stream_idle{std::chrono::seconds(120)};
   // Reference time for metadata expiry; the wall clock when unset.
   std::optional<std::chrono::system_clock::time_point> now;
 };
 
 // Verifies and installs `request` as the header says. Steps:
-//   1. the remote is configured; the store opened (its lock waited for: one
-//      commit at a time, trust/ included; its recovery run); the anchor
-//      readable; trust/<remote>/ (re)seeded from the anchor when it never was
-//      or the anchor changed (an admin's act);
-//   2. the TUF workflow over the handed-over metadata (HandoffFetcher);
-//   3. the target, its EP metadata, the name binding;
-//   5. the package copied into staging/commit-XXXXXX with its length capped at the
+//   1. under trust/'s lock: the remote is configured, its anchor readable;
+//      trust/<remote>/ (re)seeded from the anchor when it never was or the
+//      anchor changed (an admin's act); the TUF workflow over the handed-over
+//      metadata (HandoffFetcher);
+//   2. the target, its EP metadata, the name binding;
+//   3. the package (a file, or a pipe the daemon streams the download into as it
+//      arrives) copied into an anonymous file of ours, its length capped at the
 //      signed one and hashed; length and every hash must match;
-//   6. Store::install() of the copy (idempotent for an intact equal version).
+//   4. the store opened (its lock waited for, its recovery run);
+//   5. Store::install() of the copy (idempotent for an intact equal version).
 // Errors: not_found (remote, target), the TUF and catalog codes of what failed,
 // hash_mismatch / length_mismatch for the package, busy (lock wait over), io,
 // no_space, cancelled (`stop`).

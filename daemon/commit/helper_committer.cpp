@@ -36,12 +36,26 @@ std::optional<store::InstallPhase> phase_of(const std::string& name) {
 // Reaps a spawned helper when the exchange ends, however it ends.
 struct Child {
   pid_t pid = -1;
-  ~Child() {
-    if (pid <= 0) return;
-    while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  ~Child() { (void)reap(); }
+  // Waits for the helper; says how it ended ("" when there is none).
+  std::string reap() {
+    if (pid <= 0) return "";
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
+    pid = -1;
+    if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+    return "exit status " + std::to_string(WEXITSTATUS(status));
   }
 };
+
+// A helper that ended without an answer: say how it ended, when we started it.
+catalog::Error ended(catalog::Error e, Child& child) {
+  if (e.code == Errc::unavailable) {
+    if (auto how = child.reap(); !how.empty()) e.message += "; the helper's " + how;
+  }
+  return e;
+}
 
 // Sends `request`, then reads answers until the final one, passing progress on.
 Result<nlohmann::json> exchange(int sock, const nlohmann::json& request, std::span<const int> fds,
@@ -147,7 +161,7 @@ Result<store::InstalledPackage> HelperCommitter::install(const store::CommitInst
   auto reply = exchange(
       sock->get(), {{"op", "install"}, {"remote", request.remote}, {"target", request.target_path}},
       fds, progress, stop);
-  if (!reply) return std::unexpected(reply.error());
+  if (!reply) return std::unexpected(ended(reply.error(), child));
   // The answer only names what was installed; the caller reads it from the disk.
   store::InstalledPackage p;
   const auto name = reply->find("name");
@@ -171,7 +185,7 @@ Result<void> HelperCommitter::remove(std::string_view name,
   nlohmann::json request = {{"op", "remove"}, {"name", std::string(name)}};
   request["version"] = version ? nlohmann::json(std::string(*version)) : nlohmann::json(nullptr);
   auto reply = exchange(sock->get(), request, {}, {}, {});
-  if (!reply) return std::unexpected(reply.error());
+  if (!reply) return std::unexpected(ended(reply.error(), child));
   return {};
 }
 
@@ -180,7 +194,7 @@ Result<void> HelperCommitter::recover() {
   auto sock = connect(&child.pid);
   if (!sock) return std::unexpected(sock.error());
   auto reply = exchange(sock->get(), {{"op", "recover"}}, {}, {}, {});
-  if (!reply) return std::unexpected(reply.error());
+  if (!reply) return std::unexpected(ended(reply.error(), child));
   return {};
 }
 

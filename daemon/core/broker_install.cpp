@@ -1,6 +1,6 @@
-// The install job: the download with progress and cancel (ProgressFetcher), then
-// the commit of the verified download into the store by the commit helper
-// (run_install).
+// The install job: the download with progress and cancel (ProgressFetcher), the
+// pipe that streams it to the commit helper as it arrives (StreamPipe), and the
+// job's steps (run_install).
 #include "daemon/core/broker.hpp"
 
 #include <fcntl.h>
@@ -15,6 +15,7 @@
 #include "catalog/unique_fd.hpp"
 
 #include "daemon/core/broker_internal.hpp"
+#include "daemon/log/log.hpp"
 
 namespace epbrokerd::core {
 
@@ -35,15 +36,18 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
       : inner_(inner), job_(job), total_(total), step_(std::max<std::uint64_t>(total / 256, 1)) {}
   catalog::Result<void> fetch(const std::string& url, std::uint64_t max_bytes,
                               const catalog::tuf::ChunkSink& sink) override {
+    if (tee_ != Tee::off) tee_ = Tee::broken;  // not the target's one transfer
     return inner_.fetch(url, max_bytes, counted(sink));
   }
   catalog::Result<void> fetch_from(const std::string& url, std::uint64_t offset,
                                    std::uint64_t max_bytes, const catalog::tuf::StartSink& on_start,
                                    const catalog::tuf::ChunkSink& sink) override {
+    if (tee_ == Tee::streaming) tee_ = Tee::broken;  // a second transfer: retry, mirror
     // A resumed download has its prefix done already (progress never goes back).
     auto start = [&](std::uint64_t from) {
       done_ = std::max(done_, from);
       report();
+      if (tee_ == Tee::armed) tee_ = from == 0 ? Tee::streaming : Tee::broken;
       return on_start(from);
     };
     return inner_.fetch_from(url, offset, max_bytes, start, counted(sink));
@@ -55,14 +59,41 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
     step_ = std::max<std::uint64_t>(total / 256, 1);
   }
 
+  // From now on, the bytes of the next transfer also go to `fd` (a pipe to the
+  // commit helper, which copies them, unparsed, into its own file), if it starts
+  // at the first byte; any other transfer breaks the stream (stream_intact()
+  // says false).
+  void tee_to(int fd) {
+    tee_fd_ = fd;
+    tee_ = Tee::armed;
+  }
+  // Whether exactly one transfer delivered all `length` bytes to the tee.
+  bool stream_intact(std::uint64_t length) const {
+    return tee_ == Tee::streaming && teed_ == length;
+  }
+
  private:
   catalog::tuf::ChunkSink counted(const catalog::tuf::ChunkSink& sink) {
     return [this, &sink](std::span<const std::byte> chunk) -> catalog::Result<void> {
       if (job_.cancel_requested()) return catalog::fail(catalog::Errc::cancelled, "cancelled");
       done_ += chunk.size();
       report();
+      if (tee_ == Tee::streaming) tee(chunk);
       return sink(chunk);
     };
+  }
+
+  void tee(std::span<const std::byte> chunk) {
+    for (std::size_t done = 0; done < chunk.size();) {
+      const ssize_t n = ::write(tee_fd_, chunk.data() + done, chunk.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        tee_ = Tee::broken;
+        return;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    teed_ += chunk.size();
   }
 
   void report() {
@@ -85,6 +116,47 @@ class ProgressFetcher : public catalog::tuf::Fetcher {
   std::uint64_t done_ = 0;
   std::uint64_t reported_ = 0;
   std::chrono::steady_clock::time_point reported_at_ = std::chrono::steady_clock::now();
+  enum class Tee { off, armed, streaming, broken } tee_ = Tee::off;
+  int tee_fd_ = -1;
+  std::uint64_t teed_ = 0;
+};
+
+// Reads `fd` to its end, discarding: the writer never blocks on a full pipe.
+void drain(int fd) {
+  std::array<char, 65536> buf;
+  while (true) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+  }
+}
+
+// A pipe from the download to the commit helper (see Broker::run_install): both ends,
+// closed when it dies; `drain` is a second read end kept by the broker.
+struct StreamPipe {
+  int read = -1;
+  int write = -1;
+  int drain = -1;
+  StreamPipe() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;
+    read = fds[0];
+    write = fds[1];
+    drain = ::fcntl(read, F_DUPFD_CLOEXEC, 0);
+    // Bigger than the default 64 KiB: fewer wake-ups (best effort).
+    (void)::fcntl(write, F_SETPIPE_SZ, 1 << 20);
+  }
+  ~StreamPipe() {
+    for (int fd : {read, write, drain}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  StreamPipe(const StreamPipe&) = delete;
+  StreamPipe& operator=(const StreamPipe&) = delete;
+  bool ok() const { return read >= 0 && write >= 0 && drain >= 0; }
+  void close_write() {
+    if (write >= 0) ::close(std::exchange(write, -1));
+  }
 };
 
 }  // namespace
@@ -145,29 +217,64 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry, InstallIn
     end(std::unexpected(bound.error()));
     return;
   }
-  // 2. The download, hashed as it arrives; refused unless its length and
-  //    hashes are the signed ones. Nothing here parses its bytes.
-  auto file = updater.download_target(*info);
-  if (!file) {
-    end(std::unexpected(file.error()));
-    return;
-  }
-  job->set_state(JobState::verifying);
-  // 3. The commit helper checks it all again on its own copy (the TUF chain from
-  //    its own anchor over the metadata we persisted, the length and hashes, the
+  // 2. The download, hashed as it arrives, and refused unless its length and
+  //    hashes are the signed ones; its bytes also stream, as they arrive, to the
+  //    commit helper, which only copies them into a file of its own meanwhile.
+  // 3. The helper checks it all again on its own copy (the TUF chain from its
+  //    own anchor over the metadata we persisted, the length and hashes, the
   //    name's binding, the manifest), and only then extracts and commits it.
+  //    Nothing on either side parses a byte before its hash matched. When the
+  //    bytes did not come in one transfer from the first (a resumed partial
+  //    file, a retry, another mirror), the downloaded file is handed over instead.
   catalog::UniqueFd metadata_fd(
       ::open(ucfg.metadata_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  catalog::UniqueFd package_fd(::open(file->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  catalog::Result<store::InstalledPackage> installed =
-      catalog::fail(catalog::Errc::io, "open the download or the trusted metadata for the commit");
-  if (metadata_fd.valid() && package_fd.valid()) {
-    installed = store_.commit(
-        {entry.remote, entry.target_path, metadata_fd.get(), package_fd.get()},
+  auto commit = [&](int package_fd) -> catalog::Result<store::InstalledPackage> {
+    if (!metadata_fd.valid()) {
+      return catalog::fail(catalog::Errc::io, "open the trusted metadata for the commit");
+    }
+    return store_.commit(
+        {entry.remote, entry.target_path, metadata_fd.get(), package_fd},
         [&](store::InstallPhase phase, std::uint64_t, std::uint64_t) {
           if (phase != store::InstallPhase::extracting) job->set_state(JobState::installing);
         },
         job->stop_token());
+  };
+  StreamPipe pipe;
+  std::optional<catalog::Result<store::InstalledPackage>> streamed;
+  std::jthread streamer;
+  if (pipe.ok()) {
+    progress.tee_to(pipe.write);
+    streamer = std::jthread([&, read_fd = pipe.read] {
+      streamed = commit(read_fd);
+      drain(pipe.drain);  // to its end: the download writes until it is over
+    });
+  }
+  auto file = updater.download_target(*info);
+  if (file) job->set_state(JobState::verifying);
+  const bool intact = file && progress.stream_intact(entry.length);
+  pipe.close_write();
+  if (streamer.joinable()) streamer.join();
+  if (!file) {
+    end(std::unexpected(file.error()));
+    return;
+  }
+  catalog::Result<store::InstalledPackage> installed =
+      catalog::fail(catalog::Errc::io, "open the download for the commit");
+  // A helper that ended without an answer (killed, out of memory) is asked
+  // once more, from the file: each helper starts from scratch.
+  const auto helper_lost = [](const catalog::Result<store::InstalledPackage>& r) {
+    return !r && r.error().code == catalog::Errc::unavailable;
+  };
+  if (intact && streamed && !helper_lost(*streamed)) {
+    installed = std::move(*streamed);
+  } else {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      catalog::UniqueFd package_fd(::open(file->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+      if (package_fd.valid()) installed = commit(package_fd.get());
+      if (!helper_lost(installed)) break;
+      log::warn("install {}: {}; asking a new commit helper", entry.meta.name,
+                installed.error().message);
+    }
   }
   invalidate_providers();  // the store changed (or, on failure, stayed as it was)
   std::error_code ec;

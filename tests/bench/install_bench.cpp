@@ -10,11 +10,12 @@
 // Debian's nginx on loopback (tests/support/nginx_server.hpp).
 //   epbrokerd:  EnsureProvider -> Job1.Finished, on a daemon activated on a
 //               private bus (the integration tests' PrivateBus) whose catalog was
-//               refreshed first: TUF checks, download with SHA-256 on the fly and,
-//               streamed from it, safe extraction with each file's SHA-256
-//               checked against the signed manifest; then the whole tree made
-//               durable (syncfs) and renamed into the store once the download
-//               verified. The job's State changes give the split.
+//               refreshed first: TUF checks, download with SHA-256 on the fly,
+//               streamed meanwhile into the commit helper's own copy (hashed,
+//               not parsed); once it verified, the helper's TUF check, safe
+//               extraction of its copy with each file's SHA-256 checked against
+//               the signed manifest, the whole tree made durable (syncfs) and
+//               renamed into the store. The job's State changes give the split.
 //   baseline:   curl -sSfo FILE URL; sha256sum FILE; tar --zstd -xf FILE -C DIR
 //               (the flags the package format needs), then `sync -f DIR` (the
 //               daemon fsyncs; the baseline is printed with and without it).
@@ -261,15 +262,18 @@ int run(int argc, char** argv) {
     if (f.state != "done") die("install: " + f.message + "\n" + bus.log());
     daemon_s.push_back(secs(f.at - t0));
     const auto states = watch.states(job);
-    // State changes: verifying once the download (with the extraction streamed
-    // from it) is over, installing for the commit.
+    // State changes: verifying once the download (streamed meanwhile into the
+    // commit helper's own copy) is over; installing once the helper verified its
+    // copy, extracted and sealed it (Store::install's verifying phase); then the
+    // rename, the index and the daemon's re-read of it.
     char split[200];
     auto at = [&](const char* s) {
       auto it = states.find(s);
       return it == states.end() ? -1.0 : secs(it->second - t0);
     };
     std::snprintf(
-        split, sizeof split, "download + streamed extraction %.2f, verify+seal %.2f, commit %.2f",
+        split, sizeof split,
+        "download + copy to the helper %.2f, helper verify+extract+seal %.2f, commit %.2f",
         at("verifying"), at("installing") - at("verifying"), secs(f.at - t0) - at("installing"));
     splits.push_back(split);
     broker->callMethod("RemoveProvider")

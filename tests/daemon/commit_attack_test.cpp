@@ -90,6 +90,7 @@ class CommitAttackTest : public ::testing::Test {
     add("test-ep", "1.1.0", "genuine 1.1.0");
     publish();
     env_.store_root = tmp_ / "root";
+    env_.stream_idle = std::chrono::seconds(1);  // a stalled pipe ends soon
     config::Remote remote;
     remote.name = "main";
     remote.trusted_root = tmp_ / "anchor.json";
