@@ -31,7 +31,9 @@ echo "==> build (Release)"
 # GCC 12 reports false -Wrestrict at -O3 (std::string concatenation).
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEPBROKER_WERROR=OFF \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
-cmake --build build --target epbrokerd epbroker-publish epbrokerctl epbroker-run \
+# epbroker-commit: the daemon's store is in its --state-dir here, so it starts the
+# commit helper itself (as its own uid) for every install.
+cmake --build build --target epbrokerd epbroker-commit epbroker-publish epbrokerctl epbroker-run \
   openvino-package webgpu-package onnxruntime-package >/dev/null
 B=$ROOT_DIR/build
 PUBLISH=$B/tools/epbroker-publish

@@ -4,7 +4,7 @@
 #
 #   tests/gpu/pack.sh [--out DIR] [--packages "webgpu onnxruntime"] [--no-model]
 #
-#   DIR/bin/     epbrokerd, epbrokerctl, epbroker-run, libepbroker.so.0 (Release)
+#   DIR/bin/     epbrokerd, epbroker-commit, epbrokerctl, epbroker-run, libepbroker.so.0 (Release)
 #   DIR/debs/    bookworm .debs of the shared libraries and dbus-daemon those
 #                binaries need (run.sh links only the ones the machine lacks)
 #   DIR/repo/    a signed catalog (TUF, 2-of-3 root keys) of the named packages;
@@ -40,7 +40,7 @@ done
 source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
 
 # 2. Release binaries and the packages.
-targets=(epbrokerd epbroker-publish epbrokerctl epbroker-run)
+targets=(epbrokerd epbroker-commit epbroker-publish epbrokerctl epbroker-run)
 for p in $PACKAGES; do targets+=("$p-package"); done
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
@@ -50,7 +50,7 @@ PUBLISH=$B/tools/epbroker-publish
 
 rm -rf "$OUT/bin" "$OUT/repo" "$OUT/models" "$OUT.keys"
 mkdir -p "$OUT/bin" "$OUT/debs"
-cp "$B/daemon/epbrokerd" "$B/client/epbrokerctl/epbrokerctl" \
+cp "$B/daemon/epbrokerd" "$B/daemon/epbroker-commit" "$B/client/epbrokerctl/epbrokerctl" \
   "$B/client/epbroker-run/epbroker-run" "$OUT/bin/"
 cp -L "$B/client/libepbroker.so.0" "$OUT/bin/"
 strip --strip-debug "$OUT"/bin/*
