@@ -115,14 +115,22 @@ std::optional<std::string> Store::Impl::validate_tree(const std::string& name,
   return std::nullopt;
 }
 
+Result<void> Store::Impl::set_layout(const fs::path& root, std::string_view what) {
+  std::error_code ec;
+  state = fs::absolute(root, ec).lexically_normal();
+  if (ec) return fail(Errc::invalid_argument, std::string(what) + " " + root.string());
+  if (!state.has_filename()) state = state.parent_path();
+  store = state / "store";
+  staging = state / "staging";
+  return {};
+}
+
 Result<Store> Store::open(const fs::path& state_dir, StoreOptions options) {
   auto impl = std::make_unique<Impl>();
   std::error_code ec;
-  impl->state = fs::absolute(state_dir, ec).lexically_normal();
-  if (ec) return fail(Errc::invalid_argument, "state directory " + state_dir.string());
-  if (!impl->state.has_filename()) impl->state = impl->state.parent_path();
-  impl->store = impl->state / "store";
-  impl->staging = impl->state / "staging";
+  if (auto ok = impl->set_layout(state_dir, "state directory"); !ok) {
+    return std::unexpected(std::move(ok.error()));
+  }
   impl->options = std::move(options);
   // 1. The directories, on one filesystem (rename() must not cross devices).
   fs::create_directories(impl->state, ec);

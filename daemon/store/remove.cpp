@@ -93,12 +93,8 @@ Result<std::vector<InstalledPackage>> remove_through_committer(
     Impl& s, const std::vector<Key>& keys, std::string_view name,
     std::optional<std::string_view> version) {
   auto gone = s.committer->remove(name, version);
-  auto before = std::move(s.index);
-  s.index.clear();
-  if (auto ok = s.rebuild_index(/*repair=*/false); !ok) {
-    s.index = std::move(before);
-    return std::unexpected(std::move(ok.error()));
-  }
+  const auto before = s.index;
+  if (auto ok = s.reload_locked(); !ok) return std::unexpected(std::move(ok.error()));
   if (!gone) return std::unexpected(std::move(gone.error()));
   std::vector<InstalledPackage> removed;
   for (const Key& k : keys) {

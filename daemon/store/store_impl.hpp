@@ -123,6 +123,12 @@ struct Store::Impl {
   // staging/ first, so that it disappears at once, then deleted; recorded in
   // the report.
   catalog::Result<void> discard(const std::filesystem::path& path, std::string reason);
+  // open.cpp. Sets state, store and staging from `root` (made absolute).
+  // Errors: Errc::invalid_argument naming `what`.
+  catalog::Result<void> set_layout(const std::filesystem::path& root, std::string_view what);
+  // view.cpp. A view's index read again from the disk, leases kept; under mu.
+  // On failure the index stays as it was.
+  catalog::Result<void> reload_locked();
   // open.cpp. Step 4 of open(): every store/<name>/<version>, validated from
   // its saved manifest. A view (`repair` false) skips what is not valid
   // instead of discarding it, and writes nothing.

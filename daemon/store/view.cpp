@@ -29,13 +29,11 @@ Result<Store> Store::open_view(const fs::path& store_root, const fs::path& lock_
                                std::shared_ptr<Committer> committer) {
   if (!committer) return fail(Errc::invalid_argument, "a store view needs a committer");
   auto impl = std::make_unique<Impl>();
-  std::error_code ec;
-  impl->state = fs::absolute(store_root, ec).lexically_normal();
-  if (ec) return fail(Errc::invalid_argument, "store root " + store_root.string());
-  if (!impl->state.has_filename()) impl->state = impl->state.parent_path();
-  impl->store = impl->state / "store";
-  impl->staging = impl->state / "staging";
+  if (auto ok = impl->set_layout(store_root, "store root"); !ok) {
+    return std::unexpected(std::move(ok.error()));
+  }
   impl->committer = std::move(committer);
+  std::error_code ec;
   // 1. One view per lock file (one daemon holds the leases), as open() locks store/.
   fs::create_directories(lock_file.parent_path(), ec);
   impl->lock_fd =
@@ -58,10 +56,14 @@ Result<void> Store::reload() {
   Impl& s = *impl_;
   if (!s.committer) return fail(Errc::invalid_argument, "reload: not a store view");
   std::lock_guard lock(s.mu);
-  auto before = std::move(s.index);
-  s.index.clear();
-  if (auto ok = s.rebuild_index(/*repair=*/false); !ok) {
-    s.index = std::move(before);
+  return s.reload_locked();
+}
+
+Result<void> Store::Impl::reload_locked() {
+  auto before = std::move(index);
+  index.clear();
+  if (auto ok = rebuild_index(/*repair=*/false); !ok) {
+    index = std::move(before);
     return ok;
   }
   return {};
