@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/statvfs.h>
 
 #include <atomic>
 #include <cerrno>
@@ -110,14 +111,22 @@ TEST_F(FaultsTest, DiskFullDuringDownloadFailsCleanlyAndWorksOnceThereIsRoom) {
   expect_store_clean();
 }
 
-// The state directory (store, staging) is a 3 MiB tmpfs: test-ep (1.4 MB) fits,
-// bulk-ep (4 MiB unpacked) does not, so its extraction into staging/ fails.
+// The state directory (store, staging, the commit's copy of the archive) is a
+// tmpfs that, once test-ep is installed, keeps only 2 MiB free: bulk-ep (4 MiB
+// unpacked) cannot be committed, so its extraction into staging/ fails. The size
+// is measured rather than fixed because test-ep's size depends on the build
+// (an ASan build's library is several times the normal one's).
 TEST_F(FaultsTest, DiskFullDuringExtractionFailsCleanlyAndWorksOnceThereIsRoom) {
   if (!private_mounts()) GTEST_SKIP() << "cannot mount here";
   start();
-  mount_tmpfs(bus_->state_dir(), "3m");
+  mount_tmpfs(bus_->state_dir(), "64m");
   refresh();
   install(kTestEp);
+  struct statvfs fs_stats{};
+  ASSERT_EQ(statvfs(bus_->state_dir().c_str(), &fs_stats), 0) << std::strerror(errno);
+  const auto used_kib = (fs_stats.f_blocks - fs_stats.f_bfree) * fs_stats.f_frsize / 1024;
+  std::cout << "state directory after test-ep: " << used_kib << " KiB used\n";
+  resize_tmpfs(bus_->state_dir(), std::to_string(used_kib + 2048) + "k");
   const auto store = tree_of(bus_->store_dir());
 
   const JobEnd end = run(broker_->EnsureProvider(kBulkEp));
