@@ -57,6 +57,9 @@ PACKAGES=(
   libonnx-testdata mesa-vulkan-drivers libvulkan1 nginx-light
   # setcap: tests/client/secure_env_test gives a probe a file capability.
   libcap2-bin
+  # scripts/build-debs.sh and tests/system/booted_test.sh: the Debian packages,
+  # lintian, and a debootstrapped bookworm booted with systemd-nspawn.
+  debhelper lintian debootstrap systemd-container bash-completion
   # tests/fuzz (libFuzzer): clang >= 19, the first whose __cpp_concepts lets
   # libstdc++ 12 declare std::expected; libclang-rt-19-dev has libclang_rt.fuzzer.
   clang-19 libclang-rt-19-dev

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The full check, as CI runs it (.ci/run): bootstrap the machine, configure and build
 # build/ with warnings as errors, check formatting, run the whole test suite, a
-# libFuzzer smoke, then the whole suite again under ASan+UBSan (scripts/test-asan.sh).
+# libFuzzer smoke, the Debian packages tested on a booted system, then the whole
+# suite again under ASan+UBSan (scripts/test-asan.sh).
 # Exits non-zero on the first failure.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -37,6 +38,13 @@ ctest --test-dir build --output-on-failure -j2 --timeout 600
 # invariant. Long campaigns: tests/fuzz/run --time 1800 --jobs N.
 echo "==> fuzz smoke"
 tests/fuzz/run --build-dir build-fuzz --time 20
+
+# The Debian packages (debian/, lintian errors fail), installed with apt into a
+# Debian bookworm booted with systemd-nspawn, real polkitd included, and checked
+# there (tests/system/booted_test.sh; docs/packaging.md runs it locally).
+echo "==> packages and the booted system"
+./scripts/build-debs.sh build-debs
+tests/system/booted_test.sh build-debs build
 
 # The whole suite again under AddressSanitizer + LeakSanitizer + UBSan, in
 # build-asan/: any report, from a test or a process it started, fails the run.

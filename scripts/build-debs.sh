@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Builds epbroker's Debian packages (debian/) with dpkg-buildpackage -us -uc -b
+# and checks them with lintian (errors fail the build).
+#
+# Usage: scripts/build-debs.sh OUTDIR
+#   OUTDIR receives the .deb files, the .changes and .buildinfo, and
+#   lintian.txt (everything lintian said). Needs the bootstrap done
+#   (scripts/bootstrap.sh: the build dependencies and ONNX Runtime for
+#   epbroker-run). The source tree is copied first (without .git and build
+#   directories), so the checkout stays clean and any build directory in it is
+#   left alone.
+set -euo pipefail
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+[[ $# -eq 1 ]] || {
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+}
+# shellcheck source=/dev/null
+source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
+mkdir -p "$1"
+OUT="$(cd "$1" && pwd)"
+START=$SECONDS
+
+# 1. A copy of the source tree, as a release tarball would have it.
+WORK="$(mktemp -d /tmp/epbroker-debs-XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+mkdir "$WORK/epbroker"
+tar -C "$REPO_ROOT" --exclude=./.git --exclude='./build*' --exclude=./.ci-out -cf - . |
+  tar -C "$WORK/epbroker" -xf -
+
+# 2. Build: binary packages only, unsigned, no tests (CI runs them on its own
+#    build; tests/system/ then tests these packages on a booted system).
+echo "==> dpkg-buildpackage (in $WORK)"
+(
+  cd "$WORK/epbroker"
+  export EPBROKER_ORT_ROOT
+  export DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)"
+  dpkg-buildpackage -us -uc -b
+) >"$WORK/build.log" 2>&1 || {
+  tail -n 60 "$WORK/build.log" >&2
+  echo "build-debs: dpkg-buildpackage failed (the last 60 lines are above)" >&2
+  exit 1
+}
+
+# 3. lintian: errors fail; warnings and the rest are kept in OUTDIR/lintian.txt.
+echo "==> lintian"
+changes=("$WORK"/epbroker_*.changes)
+lintian --fail-on error --no-tag-display-limit "${changes[0]}" >"$WORK/lintian.txt" 2>&1 || {
+  cat "$WORK/lintian.txt" >&2
+  echo "build-debs: lintian reported errors" >&2
+  exit 1
+}
+
+rm -f "$OUT"/*.deb
+cp "$WORK"/*.deb "$WORK"/*.changes "$WORK"/*.buildinfo "$WORK/lintian.txt" "$OUT/"
+echo "==> $(find "$OUT" -name '*.deb' | wc -l) packages in $OUT ($((SECONDS - START)) s):"
+for deb in "$OUT"/*.deb; do
+  printf '    %-40s Installed-Size %s KiB\n' "$(basename "$deb")" "$(dpkg-deb -f "$deb" Installed-Size)"
+done
