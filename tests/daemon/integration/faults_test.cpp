@@ -122,7 +122,7 @@ TEST_F(FaultsTest, DiskFullDuringExtractionFailsCleanlyAndWorksOnceThereIsRoom) 
   mount_tmpfs(bus_->state_dir(), "64m");
   refresh();
   install(kTestEp);
-  struct statvfs fs_stats{};
+  struct statvfs fs_stats {};
   ASSERT_EQ(statvfs(bus_->state_dir().c_str(), &fs_stats), 0) << std::strerror(errno);
   const auto used_kib = (fs_stats.f_blocks - fs_stats.f_bfree) * fs_stats.f_frsize / 1024;
   std::cout << "state directory after test-ep: " << used_kib << " KiB used\n";
