@@ -34,7 +34,7 @@ echo "==> dpkg-buildpackage (in $WORK)"
 (
   cd "$WORK/epbroker"
   export EPBROKER_ORT_ROOT
-  export DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)"
+  export DEB_BUILD_OPTIONS="nocheck noddebs parallel=$(nproc)"
   dpkg-buildpackage -us -uc -b
 ) >"$WORK/build.log" 2>&1 || {
   tail -n 60 "$WORK/build.log" >&2
@@ -45,7 +45,7 @@ echo "==> dpkg-buildpackage (in $WORK)"
 # 3. lintian: errors fail; warnings and the rest are kept in OUTDIR/lintian.txt.
 echo "==> lintian"
 changes=("$WORK"/epbroker_*.changes)
-lintian --fail-on error --no-tag-display-limit "${changes[0]}" >"$WORK/lintian.txt" 2>&1 || {
+lintian --fail-on error --tag-display-limit 0 "${changes[0]}" >"$WORK/lintian.txt" 2>&1 || {
   cat "$WORK/lintian.txt" >&2
   echo "build-debs: lintian reported errors" >&2
   exit 1

@@ -35,6 +35,8 @@ main_pid() { systemctl show -p MainPID --value epbrokerd.service; }
 daemon_active() { [[ $(systemctl is-active epbrokerd.service) == active ]]; }
 daemon_inactive() { [[ $(systemctl is-active epbrokerd.service) != active ]]; }
 state_of() { ctl --json providers | jq -r --arg n "$1" '.providers[] | select(.name == $n) | .state'; }
+# For the checks that run in `bash -c`.
+export -f ctl state_of
 tree_sum() { (cd "$1" && find . -printf '%p %s %m %u\n' | sort && find . -type f -exec sha256sum {} + | sort) | sha256sum; }
 apt_install() {
   apt-get install -y -q -o Dpkg::Options::=--force-confold "$@" >/tmp/apt.log 2>&1 ||
@@ -77,9 +79,9 @@ check "(a) the commit helper's exposure is at most 2.0 (it is $EXPOSURE_COMMIT)"
 
 # ---- (b) as root -------------------------------------------------------------------------------------
 check "(b) refresh as root" ctl refresh
-check "(b) providers lists test-ep as available" bash -c '[[ $(ctl --json providers | jq -r ".providers[] | select(.name == \"test-ep\") | .state") == available ]]'
+check "(b) providers lists test-ep as available" bash -c '[[ $(state_of test-ep) == available ]]'
 check "(b) install test-ep as root" ctl install test-ep
-check "(b) test-ep is ready" bash -c "[[ \$(epbrokerctl --json providers | jq -r '.providers[] | select(.name == \"test-ep\") | .state') == ready ]]"
+check "(b) test-ep is ready" bash -c "[[ \$(state_of test-ep) == ready ]]"
 check "(b) the store's files are root's, read-only, loadable by all" \
   bash -c 'lib=$(epbrokerctl --json providers | jq -r ".providers[] | select(.name == \"test-ep\") | .library_path") &&
            [[ $(stat -c "%U %a" "$lib") == "root 555" || $(stat -c "%U %a" "$lib") == "root 444" ]]'
@@ -105,7 +107,7 @@ systemctl restart polkit.service
 check "(c) root removes test-ep at once (so that a user can install it again)" ctl remove test-ep --now
 check "(c) alice (in epbroker-users, granted by the rule) installs test-ep" \
   runuser -u alice -- epbrokerctl --no-ask-password install test-ep
-check "(c) test-ep is ready after alice's install" bash -c "[[ \$(epbrokerctl --json providers | jq -r '.providers[] | select(.name == \"test-ep\") | .state') == ready ]]"
+check "(c) test-ep is ready after alice's install" bash -c "[[ \$(state_of test-ep) == ready ]]"
 runuser -u bob -- epbrokerctl --no-ask-password install slow-ep >/tmp/bob.out 2>&1
 bob_rc=$?
 cp /tmp/bob.out /tmp/out
@@ -113,7 +115,7 @@ check "(c) bob (no grant) is refused with exit 3 (it was $bob_rc)" test "$bob_rc
 check "(c) bob's message says what to do (the action, a polkit rule or root)" \
   bash -c 'grep -q "org.epbroker.install" /tmp/bob.out && grep -q "rules.d" /tmp/bob.out'
 check "(c) bob's refusal changed nothing: slow-ep is not installing or installed" \
-  bash -c "[[ \$(epbrokerctl --json providers | jq -r '.providers[] | select(.name == \"slow-ep\") | .state') == available ]]"
+  bash -c "[[ \$(state_of slow-ep) == available ]]"
 
 # ---- (d) idle exit, and activation again ------------------------------------------------------------
 first_pid=$(main_pid)
@@ -139,7 +141,7 @@ slow_rc=$?
 cp /tmp/slow.out /tmp/out
 check "(f) the install ended with a failure exit status (it was $slow_rc)" test "$slow_rc" -ne 0
 check "(f) slow-ep is not installed, and the store verifies" \
-  bash -c "[[ \$(epbrokerctl --json providers | jq -r '.providers[] | select(.name == \"slow-ep\") | .state') == available ]] && epbrokerctl verify"
+  bash -c "[[ \$(state_of slow-ep) == available ]] && epbrokerctl verify"
 check "(f) staging/ is empty" bash -c '[[ -z $(ls -A /var/lib/epbroker/staging) ]]'
 
 # ---- (i) the journal ---------------------------------------------------------------------------------------
@@ -172,7 +174,7 @@ check "(g) ... running the new binary (not a deleted file)" \
 check "(g) the store is as before" test "$(tree_sum /var/lib/epbroker/store)" = "$store_before"
 check "(g) the trusted metadata is as before" test "$(tree_sum /var/lib/epbroker/trust)" = "$trust_before"
 check "(g) test-ep is still ready, and verifies" \
-  bash -c "[[ \$(epbrokerctl --json providers | jq -r '.providers[] | select(.name == \"test-ep\") | .state') == ready ]] && epbrokerctl verify"
+  bash -c "[[ \$(state_of test-ep) == ready ]] && epbrokerctl verify"
 
 # ---- figures -------------------------------------------------------------------------------------------
 echo "# exposure: epbrokerd.service $EXPOSURE_DAEMON, epbroker-commit@.service $EXPOSURE_COMMIT, epbroker-refresh.service $EXPOSURE_REFRESH"
