@@ -1,4 +1,5 @@
-# Generates sdbus-c++ adaptor and proxy headers from dbus/org.epbroker.*.xml at
+# Generates sdbus-c++ adaptor and proxy headers from dbus/org.epbroker.*.xml (and
+# the daemon's adaptor of dbus/org.freedesktop.LogControl1.xml) at
 # build time (never edited by hand, never committed). Consumers link the
 # INTERFACE target epbroker_dbus_generated and include
 #   "generated/dbus/<Interface>_adaptor.h" or "generated/dbus/<Interface>_proxy.h".
@@ -20,6 +21,17 @@ foreach(iface Broker1 Job1 Session1)
     VERBATIM)
   list(APPEND _gen_headers ${_adaptor} ${_proxy})
 endforeach()
+# systemd's org.freedesktop.LogControl1, served by the daemon (adaptor only).
+set(_xml ${PROJECT_SOURCE_DIR}/dbus/org.freedesktop.LogControl1.xml)
+set(_adaptor ${_gen_dir}/LogControl1_adaptor.h)
+add_custom_command(
+  OUTPUT ${_adaptor}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${_gen_dir}
+  COMMAND SDBusCpp::sdbus-c++-xml2cpp --adaptor=${_adaptor} ${_xml}
+  DEPENDS ${_xml}
+  COMMENT "sdbus-c++-xml2cpp org.freedesktop.LogControl1.xml"
+  VERBATIM)
+list(APPEND _gen_headers ${_adaptor})
 add_custom_target(epbroker_dbus_codegen DEPENDS ${_gen_headers})
 
 add_library(epbroker_dbus_generated INTERFACE)

@@ -36,6 +36,7 @@
 #include "daemon/core/broker.hpp"
 #include "daemon/core/refresh_backoff.hpp"
 #include "daemon/dbus/convert.hpp"
+#include "daemon/dbus/log_control.hpp"
 #include "daemon/dbus/metered.hpp"
 #include "daemon/dbus/polkit_authorizer.hpp"
 #include "daemon/dbus/service.hpp"
@@ -374,8 +375,11 @@ int main(int argc, char** argv) {
     std::cerr << "epbrokerd: " << broker.error().message << "\n";
     return 1;
   }
+  // `systemctl service-log-level epbrokerd debug` (dbus/log_control.hpp).
+  std::unique_ptr<dbus::LogControl> log_control;
   try {
     service.attach(**broker);
+    log_control = std::make_unique<dbus::LogControl>(*conn);
     // Leases of the previous instance's sessions whose owners are still on the
     // bus (asked before the event loop runs, so synchronously on this thread):
     // the NameOwnerChanged watch is in place, so an owner leaving from now on

@@ -57,6 +57,8 @@ PACKAGES=(
   libonnx-testdata mesa-vulkan-drivers libvulkan1 nginx-light
   # setcap: tests/client/secure_env_test gives a probe a file capability.
   libcap2-bin
+  # docs/man: scdoc builds the man pages; tests/cli/man_pages_test.sh renders them (man-db).
+  scdoc man-db
   # scripts/build-debs.sh and tests/system/booted_test.sh: the Debian packages,
   # lintian, and a debootstrapped bookworm booted with systemd-nspawn.
   debhelper lintian debootstrap systemd-container bash-completion

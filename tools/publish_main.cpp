@@ -157,7 +157,8 @@ int main(int argc, char** argv) {
   }
   app.footer(
       "Run 'epbroker-publish COMMAND --help' for the options of a command.\n"
-      "Exit status: 0 success, 1 failure, 2 usage error.");
+      "Exit status: 0 success, 1 failure, 2 usage error.\n"
+      "See epbroker-publish(1).");
   if (auto done = catalog::tools::parse(app, argc, argv)) return *done;
   const std::string name = app.get_subcommands().front()->get_name();
   for (const Command& c : kCommands) {

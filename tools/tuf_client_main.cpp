@@ -100,7 +100,9 @@ int main(int argc, char** argv) {
           ->type_name("");
     }
   }
-  app.footer("Exit status: 0 success, 1 failure, 2 usage error.");
+  app.footer(
+      "Exit status: 0 success, 1 failure, 2 usage error.\n"
+      "See epbroker-tuf-client(1).");
   if (auto done = catalog::tools::parse(app, argc, argv)) return *done;
   const std::string cmd = app.get_subcommands().front()->get_name();
   const auto metadata_dir = args.get("metadata-dir");

@@ -26,7 +26,9 @@ constexpr const char* kFooter = R"(Exit codes:
   4  the model, an --input or --labels file could not be read or does not fit
   5  ONNX Runtime failed (no such EP or device, session creation, a run)
   6  --check: outputs differ from the CPU EP beyond the tolerance
-  130  interrupted (Ctrl-C) while installing: the install job was cancelled)";
+  130  interrupted (Ctrl-C) while installing: the install job was cancelled
+
+See epbroker-run(1).)";
 
 constexpr const char* kSelection = "Selection (one of)";
 constexpr const char* kRuns = "Inputs and runs";

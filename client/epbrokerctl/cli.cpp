@@ -13,11 +13,12 @@ namespace {
 constexpr const char* kToolFooter =
     "Exit status: 0 ok, 1 the daemon reported a failure, 2 usage error or invalid\n"
     "argument, 3 not authorized, 4 not found, 5 daemon not reachable, 130 interrupted\n"
-    "(the job was cancelled).";
+    "(the job was cancelled).\n"
+    "See epbrokerctl(1).";
 
 constexpr const char* kCommandFooter =
-    "Options of every command: --json, --bus-address ADDRESS, -h/--help (see\n"
-    "`epbrokerctl --help`).";
+    "Options of every command: --json, --bus-address ADDRESS, --no-ask-password,\n"
+    "-h/--help (see `epbrokerctl --help`). See epbrokerctl(1).";
 
 // CLI11's help with the usage line first, as every epbroker tool's help starts, and
 // each command listed with its argument ("install NAME").
@@ -119,6 +120,10 @@ void declare(CLI::App& app, Invocation& inv, Words& words) {
       ->check(CLI::Validator(
           [](const std::string& v) { return v.empty() ? std::string("must not be empty") : ""; },
           std::string()));
+  app.add_flag("--no-ask-password", inv.no_ask_password,
+               "never ask for a password: on a terminal, commands that\nneed polkit's "
+               "authorization otherwise start its text agent\n(pkttyagent)")
+      ->disable_flag_override();
   for (const CommandInfo& c : commands()) declare_command(app, c, inv, words);
   CLI::App* help = app.add_subcommand("help", "Print this help, or the help of COMMAND.");
   help->group("Commands");

@@ -55,7 +55,8 @@ struct Invocation {
   bool json = false;
   bool help = false;
   bool version = false;
-  std::string bus_address;  // "" = $EPBROKER_BUS_ADDRESS, else the system bus
+  std::string bus_address;       // "" = $EPBROKER_BUS_ADDRESS, else the system bus
+  bool no_ask_password = false;  // --no-ask-password: start no polkit agent (polkit_agent.hpp)
 };
 
 // argv[0] is the program. Options may come before or after the command (a

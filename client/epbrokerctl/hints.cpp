@@ -12,6 +12,16 @@ const char* polkit_action(const std::string& cmd) {
   return nullptr;
 }
 
+// After a refusal: the action, and the three ways to be allowed. The same words
+// as dbus/org.epbroker.policy, docs/epbrokerctl.md and docs/configuration.md.
+std::string not_authorized_hint(const std::string& action, const std::string& retry) {
+  return "This needs polkit's " + action + ". Run it as root (`sudo epbrokerctl " + retry +
+         "`), or ask an administrator to grant " + action +
+         " with a polkit rule in /etc/polkit-1/rules.d/ (for example to the members of group "
+         "epbroker-users). Where polkit is not running, root and the members of install_group "
+         "in /etc/epbroker/epbroker.conf are allowed.";
+}
+
 }  // namespace
 
 int exit_code_for(const epbroker::Error& e) {
@@ -56,29 +66,24 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
     case Errc::timeout:
       return "epbrokerd did not answer in time; check `systemctl status epbrokerd` and "
              "`journalctl -u epbrokerd`.";
-    case Errc::not_authorized:
+    case Errc::not_authorized: {
       if (cmd == "install" && inv.allow_older) {
-        return "Installing an older version needs polkit's org.epbroker.downgrade (an "
-               "administrator), or, without polkit, root or a member of install_group. Try "
-               "`sudo epbrokerctl install --allow-older " +
-               name + (inv.package_version.empty() ? "" : "@" + inv.package_version) + "`.";
+        return not_authorized_hint(
+            "org.epbroker.downgrade",
+            "install --allow-older " + name +
+                (inv.package_version.empty() ? "" : "@" + inv.package_version));
       }
       if (cmd == "install") {
-        return "Installing needs polkit's org.epbroker.install (an active local session), or, "
-               "without polkit, root or a member of the install_group set in "
-               "/etc/epbroker/epbroker.conf. Try `sudo epbrokerctl install " +
-               name + "`.";
+        return not_authorized_hint(
+            "org.epbroker.install",
+            "install " + name + (inv.package_version.empty() ? "" : "@" + inv.package_version));
       }
-      if (const char* action = polkit_action(cmd)) {
-        return "`" + cmd + "` needs polkit's " + action +
-               " (an administrator), or, without polkit, root or a member of install_group. "
-               "Try `sudo epbrokerctl " +
-               cmd + "`.";
-      }
-      return "`" + cmd +
-             "` needs polkit's org.epbroker.manage (an administrator), or, without polkit, "
-             "root or a member of install_group. Try `sudo epbrokerctl " +
-             cmd + "`.";
+      const char* action = polkit_action(cmd);
+      std::string retry = inv.action.empty() ? cmd : cmd + " " + inv.action;
+      if (inv.now) retry += " --now";
+      for (const auto& a : inv.args) retry += " " + a;
+      return not_authorized_hint(action != nullptr ? action : "org.epbroker.manage", retry);
+    }
     case Errc::not_found:
       if (cmd == "remove" || cmd == "hold" || cmd == "unhold" || cmd == "update")
         return "Nothing is installed under that name: see `epbrokerctl providers`.";

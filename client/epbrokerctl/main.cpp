@@ -8,6 +8,7 @@
 
 #include "client/epbrokerctl/cli.hpp"
 #include "client/epbrokerctl/commands.hpp"
+#include "client/epbrokerctl/polkit_agent.hpp"
 #include "epbroker/version.hpp"
 
 namespace {
@@ -73,6 +74,9 @@ int main(int argc, char** argv) {
   g_cancel.emplace();
   install_signal_handlers();
   try {
+    // On a terminal, polkit may ask for a password (polkit_agent.hpp): the agent
+    // first, then the call; stopped when this scope ends.
+    const auto agent = PolkitAgent::start_if_useful(inv.command, !inv.no_ask_password);
     epbroker::Client client(epbroker::ClientOptions{inv.bus_address});
     Context ctx{client, inv, std::cout, std::cerr, isatty(STDERR_FILENO) == 1, *g_cancel};
     return run_command(ctx);

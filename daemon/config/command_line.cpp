@@ -69,7 +69,9 @@ constexpr const char* kFooter =
     "low_speed_time_sec (30): slower transfers are aborted, transfer_timeout_sec\n"
     "(300, 0 = none), fetch_attempts (4), max_retry_after_sec (60: longest\n"
     "Retry-After honoured). remotes.d/*.conf [remote] keys: name, metadata_url,\n"
-    "targets_url, mirrors, trusted_root, allow_http, ca_file, priority, enabled.";
+    "targets_url, mirrors, trusted_root, allow_http, ca_file, priority, enabled.\n"
+    "\n"
+    "See epbrokerd(8) and epbroker.conf(5).";
 
 // Declares the flags on `app`. A value flag takes 0 or 1 value and keeps every
 // occurrence, so that a missing value ("") and a repeated flag are reported below in

@@ -295,15 +295,21 @@ class Broker {
   // Deletes what the plans say can go (every package, or `name`'s), forgets it,
   // records it in the history, saves the lifecycle. Caller holds life_mu_.
   std::vector<VersionRef> collect_locked(const RequestContext& ctx, const std::string& name = "");
-  // Makes `version` current (and records it). Caller holds life_mu_.
+  // Makes `version` current (and records it, with the `job` fields of the install
+  // that brought it, if any). Caller holds life_mu_.
   void switch_current_locked(const RequestContext& ctx, const std::string& name,
                              const std::string& from, const std::string& version,
-                             common::HistoryAction action, const std::string& reason);
+                             common::HistoryAction action, const std::string& reason,
+                             const log::Fields& job = {});
   void save_lifecycle_locked();
   Result<void> set_hold(const RequestContext& ctx, const std::string& name, bool held);
+  // Appends to the history and logs it: its journal fields (the package, the
+  // versions, the caller's uid, the error, and `job`'s job_log_fields() when a job
+  // did it) and, for an install, update or removal that succeeded, its MESSAGE_ID
+  // (log/message_ids.hpp).
   void record(const RequestContext& ctx, common::HistoryAction action, const std::string& name,
               const std::string& from, const std::string& to, const std::string& result,
-              const std::string& reason);
+              const std::string& reason, const log::Fields& job = {});
   // After a refresh that changed the catalog: revocations, then automatic updates.
   void after_refresh();
   // A session ended: what only it kept can go now.

@@ -12,6 +12,7 @@
 
 #include "daemon/core/broker_internal.hpp"
 #include "daemon/log/log.hpp"
+#include "daemon/log/message_ids.hpp"
 
 namespace epbrokerd::core {
 
@@ -397,6 +398,16 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
       fresh.push_back(std::move(listed->entries));
       std::move(listed->refused.begin(), listed->refused.end(), std::back_inserter(refused));
       continue;
+    }
+    if (listed.error().code != catalog::Errc::cancelled) {
+      // The event an admin filters on (log/message_ids.hpp), one per remote.
+      auto fields = job_log_fields(job->snapshot());
+      fields.insert(fields.begin(), {log::kMessageId, std::string(log::kMessageRefreshFailed)});
+      fields.push_back({log::kRemote, remote.name});
+      fields.push_back({log::kError, std::string(result_name(Error(listed.error())))});
+      log::event(log::Level::warn, fields,
+                 "refresh: remote {} failed: {}; its packages keep their previous entries",
+                 remote.name, listed.error().message);
     }
     if (!first_error) {
       first_error = listed.error();

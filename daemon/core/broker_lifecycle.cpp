@@ -9,6 +9,7 @@
 #include "daemon/core/broker.hpp"
 #include "daemon/core/broker_internal.hpp"
 #include "daemon/log/log.hpp"
+#include "daemon/log/message_ids.hpp"
 
 namespace epbrokerd::core {
 
@@ -19,6 +20,51 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kLeasesFileName = "leases.json";
+
+// The event a history entry is, for the journal: a successful install, update or
+// removal (log/message_ids.hpp); "" for the others.
+std::string_view message_id_of(const HistoryEntry& e) {
+  if (e.result != "ok") return {};
+  switch (e.action) {
+    case HistoryAction::install:
+      return log::kMessageInstalled;
+    case HistoryAction::update:
+      return log::kMessageUpdated;
+    case HistoryAction::remove:
+      return log::kMessageRemoved;
+    case HistoryAction::downgrade:
+    case HistoryAction::rollback:
+    case HistoryAction::download:
+    case HistoryAction::revoke:
+    case HistoryAction::unrevoke:
+    case HistoryAction::gc:
+    case HistoryAction::hold:
+    case HistoryAction::unhold:
+    case HistoryAction::remote_reset:
+      return {};
+  }
+  return {};
+}
+
+// A history entry's journal fields, then those of `job` it does not have already.
+log::Fields history_log_fields(const HistoryEntry& e, const log::Fields& job) {
+  const bool reset = e.action == HistoryAction::remote_reset;  // `name` is the remote's
+  log::Fields out = {
+      {log::kMessageId, std::string(message_id_of(e))},
+      {reset ? log::kRemote : log::kPackage, e.name},
+      // The version the entry is about: the new one, or the one removed or dropped.
+      {log::kVersion, e.to.empty() ? e.from : e.to},
+      {log::kFromVersion, !e.to.empty() && e.from != e.to ? e.from : std::string()},
+      {log::kCallerUid, std::to_string(e.uid)},
+      {log::kError, e.result == "ok" ? std::string() : e.result},
+  };
+  for (const auto& f : job) {
+    const bool known =
+        std::any_of(out.begin(), out.end(), [&](const log::Field& o) { return o.name == f.name; });
+    if (!known) out.push_back(f);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -78,23 +124,25 @@ void Broker::save_lifecycle_locked() {
 
 void Broker::record(const RequestContext& ctx, HistoryAction action, const std::string& name,
                     const std::string& from, const std::string& to, const std::string& result,
-                    const std::string& reason) {
+                    const std::string& reason, const log::Fields& job) {
   HistoryEntry e{
       now(),  static_cast<std::uint32_t>(ctx.uid == static_cast<uid_t>(-1) ? 0 : ctx.uid),
       action, name,
       from,   to,
       result, reason};
-  log::info("history: {} {} {} -> {} ({}): {}", common::history_action_name(action), name,
-            from.empty() ? "-" : from, to.empty() ? "-" : to, result, reason);
+  log::event(log::Level::info, history_log_fields(e, job), "history: {} {} {} -> {} ({}): {}",
+             common::history_action_name(action), name, from.empty() ? "-" : from,
+             to.empty() ? "-" : to, result, reason);
   if (auto ok = history_.append(e); !ok) log::error("history: {}", ok.error().message);
 }
 
 void Broker::switch_current_locked(const RequestContext& ctx, const std::string& name,
                                    const std::string& from, const std::string& version,
-                                   HistoryAction action, const std::string& reason) {
+                                   HistoryAction action, const std::string& reason,
+                                   const log::Fields& job) {
   lifecycle_.at(name).make_current(version);
   save_lifecycle_locked();
-  record(ctx, action, name, from, version, "ok", reason);
+  record(ctx, action, name, from, version, "ok", reason, job);
 }
 
 std::vector<VersionRef> Broker::collect_locked(const RequestContext& ctx, const std::string& name) {

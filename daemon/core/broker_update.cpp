@@ -58,6 +58,7 @@ Result<std::uint64_t> Broker::start_install(const RequestContext& ctx, CatalogEn
     return fail(Errc::Busy, ctx.sender + " already runs the per-client maximum of jobs");
   }
   auto job = jobs_.create(JobKind::install, entry.meta.name, ctx);
+  job->describe(entry.meta.version.text, entry.remote);
   invalidate_providers();  // NAME is installing now
   // In the store already (staged, removing, kept): only the switch is left.
   if (store_.find(entry.meta.name, entry.meta.version.text)) {
@@ -78,28 +79,29 @@ void Broker::finish_install(const Job& job, const CatalogEntry& entry, const Ins
                             const catalog::Result<store::InstalledPackage>& installed) {
   const std::string& name = entry.meta.name;
   const std::string& version = entry.meta.version.text;
+  const auto fields = job_log_fields(job.snapshot());
   std::lock_guard lock(life_mu_);
   pinned_.erase({name, version});
   if (!installed) {
     record(intent.ctx, intent.action, name, intent.from, version,
-           result_name(Error(installed.error())), public_message(Error(installed.error())));
+           result_name(Error(installed.error())), public_message(Error(installed.error())), fields);
     return;
   }
   // A removal (or anything else) cancelled it after the commit: it stays out of
   // use, and the next collection takes it.
   if (job.cancel_requested()) {
     record(intent.ctx, intent.action, name, intent.from, version, "Cancelled",
-           "cancelled after the files were committed; not made current");
+           "cancelled after the files were committed; not made current", fields);
     collect_locked(intent.ctx, name);
     return;
   }
   if (!intent.make_current) {
     record(intent.ctx, HistoryAction::download, name, intent.from, version, "ok",
-           "downloaded; `epbrokerctl update " + name + "` makes it current");
+           "downloaded; `epbrokerctl update " + name + "` makes it current", fields);
     return;
   }
   switch_current_locked(intent.ctx, name, intent.from, version, intent.action,
-                        intent.ctx.sender.empty() ? "automatic update" : "");
+                        intent.ctx.sender.empty() ? "automatic update" : "", fields);
   if (intent.hold) {
     auto& lc = lifecycle_.at(name);
     lc.held = true;

@@ -6,6 +6,7 @@
 #include "daemon/core/broker.hpp"
 #include "daemon/core/broker_internal.hpp"
 #include "daemon/log/log.hpp"
+#include "daemon/log/message_ids.hpp"
 
 namespace epbrokerd::core {
 
@@ -137,7 +138,12 @@ void Broker::run_verify(std::shared_ptr<Job> job) {
   for (const auto& r : run->results) {
     if (r.ok) continue;
     ++damaged;
-    log::warn("verify: {} {} is damaged: {}", r.name, r.version, r.problem);
+    auto fields = job_log_fields(job->snapshot());
+    fields.insert(fields.begin(), {log::kMessageId, std::string(log::kMessageVerificationFailed)});
+    fields.push_back({log::kPackage, r.name});
+    fields.push_back({log::kVersion, r.version});
+    log::event(log::Level::warn, fields, "verify: {} {} is damaged: {}", r.name, r.version,
+               r.problem);
   }
   log::info("verify: {} version(s) checked, {} bytes hashed, {} damaged", report->packages_checked,
             report->bytes_hashed, damaged);

@@ -32,6 +32,20 @@ Job::Job(std::uint64_t id, JobKind kind, std::string target, RequestContext star
   snap_.starter = std::move(starter);
 }
 
+log::Fields job_log_fields(const JobSnapshot& job) {
+  const uid_t uid = job.starter.uid == static_cast<uid_t>(-1) ? 0 : job.starter.uid;
+  return {
+      {log::kJob, std::to_string(job.id)}, {log::kJobKind, std::string(job_kind_name(job.kind))},
+      {log::kPackage, job.target},         {log::kVersion, job.version},
+      {log::kRemote, job.remote},          {log::kCallerUid, std::to_string(uid)}};
+}
+
+void Job::describe(std::string version, std::string remote) {
+  std::lock_guard lock(mu_);
+  snap_.version = std::move(version);
+  snap_.remote = std::move(remote);
+}
+
 JobSnapshot Job::snapshot() const {
   std::lock_guard lock(mu_);
   return snap_;
@@ -82,7 +96,9 @@ void Job::fail(Error e) {
     snap_.state = e.code == Errc::Cancelled ? JobState::cancelled : JobState::failed;
     snap_.error = std::move(e);
   }
-  if (hidden) log::warn("job {} failed; in full: {}", id_, full);
+  if (hidden)
+    log::event(log::Level::warn, job_log_fields(snapshot()), "job {} failed; in full: {}", id_,
+               full);
   notify();
 }
 

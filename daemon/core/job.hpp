@@ -17,6 +17,7 @@
 #include "common/wire.hpp"
 #include "daemon/core/error.hpp"
 #include "daemon/core/request_context.hpp"
+#include "daemon/log/log.hpp"
 
 namespace epbrokerd::core {
 
@@ -35,12 +36,19 @@ struct JobSnapshot {
   std::uint64_t id = 0;
   JobKind kind = JobKind::install;
   std::string target;  // package name for installs, "" for refresh and verify
+  // An install's version and remote (Job::describe()); "" until known, and for others.
+  std::string version;
+  std::string remote;
   JobState state = JobState::queued;
   std::uint64_t bytes_done = 0;
   std::uint64_t bytes_total = 0;
   std::optional<Error> error;  // set when failed or cancelled
   RequestContext starter;
 };
+
+// The journal fields of `job`'s log lines (log/log.hpp): EPBROKER_JOB, _JOB_KIND,
+// _PACKAGE, _VERSION, _REMOTE (those known) and _CALLER_UID (0 for the daemon's own work).
+log::Fields job_log_fields(const JobSnapshot& job);
 
 class Job;
 // Called from whichever thread changed the job, outside the job's lock.
@@ -53,6 +61,8 @@ class Job {
 
   JobSnapshot snapshot() const;
   std::uint64_t id() const { return id_; }
+  // An install's version and the remote it comes from (for its log lines).
+  void describe(std::string version, std::string remote);
 
   // Worker side. Progress is monotone: bytes_done never goes down within a
   // state, and a final state is never left.

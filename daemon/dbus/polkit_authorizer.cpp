@@ -20,6 +20,9 @@ namespace {
 constexpr const char* kAuthorityInterface = "org.freedesktop.PolicyKit1.Authority";
 // CheckAuthorization's flags.
 constexpr std::uint32_t kAllowUserInteraction = 1;
+// polkitd's refusal to answer a caller that is neither root nor an owner of the
+// action (dbus/org.epbroker.policy says why the daemon's user owns them).
+constexpr std::string_view kPolkitNotAuthorized = "org.freedesktop.PolicyKit1.Error.NotAuthorized";
 
 }  // namespace
 
@@ -111,8 +114,18 @@ void PolkitAuthorizer::ask(const core::RequestContext& ctx,
                                                 std::to_string(timeout_.count()) + " s"));
         return;
       }
-      log::warn("polkit: cannot check {} for {} (uid {}): {}: {}", action, sender, uid,
-                error->getName(), error->getMessage());
+      if (error->getName() == kPolkitNotAuthorized) {
+        // polkitd answers about another user's process only to root and to the
+        // action's owners: this daemon's user is not one (an old or edited policy).
+        log::error(
+            "polkit: refuses to answer epbrokerd (uid {}) about {} for {} (uid {}): {}; the "
+            "action's org.freedesktop.policykit.owner (org.epbroker.policy in "
+            "/usr/share/polkit-1/actions/) must name the daemon's user",
+            ::geteuid(), action, sender, uid, error->getMessage());
+      } else {
+        log::warn("polkit: cannot check {} for {} (uid {}): {}: {}", action, sender, uid,
+                  error->getName(), error->getMessage());
+      }
       (*answer)(fail(Errc::NotAuthorized,
                      "polkit could not be asked about " + action + ": " + error->getMessage()));
       return;

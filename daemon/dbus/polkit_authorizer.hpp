@@ -12,6 +12,23 @@
 // agent) takes its time. No lock is held meanwhile. An answer that does not come
 // within `timeout` is a refusal, and polkit is told to drop the check
 // (CancelCheckAuthorization), which closes an authentication dialog still open.
+//
+// Trusted caller: polkitd answers CheckAuthorization about another user's process
+// only to uid 0 or to an owner of the action; the daemon runs as user epbroker,
+// which dbus/org.epbroker.policy names in every action's
+// org.freedesktop.policykit.owner. A refusal of that kind
+// (org.freedesktop.PolicyKit1.Error.NotAuthorized) is logged as an error naming
+// the annotation, and the caller is refused.
+//
+// Interactive authorization: a question asked with user interaction allowed
+// (check(), not check_quietly()) carries CheckAuthorization's AllowUserInteraction
+// flag. polkit then asks the authentication agent registered for the caller's
+// session or process (a desktop's; epbrokerctl starts pkttyagent when on a
+// terminal: client/epbrokerctl/polkit_agent.hpp); with none, polkit answers
+// "challenge", which is a refusal here ("authentication required"). The flag does
+// not follow the caller's message header flag ALLOW_INTERACTIVE_AUTHORIZATION, as
+// systemd's services do: sdbus-c++ 1.2 can neither read nor set it. A caller that
+// must not be asked registers no agent (epbrokerctl --no-ask-password).
 #pragma once
 
 #include <sdbus-c++/sdbus-c++.h>

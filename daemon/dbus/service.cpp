@@ -10,6 +10,7 @@
 #include "daemon/dbus/job_object.hpp"
 #include "daemon/dbus/session_object.hpp"
 #include "daemon/log/log.hpp"
+#include "daemon/log/message_ids.hpp"
 
 namespace epbrokerd::dbus {
 
@@ -156,9 +157,10 @@ sdbus::ObjectPath Service::publish_job(std::uint64_t id) {
   auto object = std::make_shared<JobObject>(conn_, *this, job);
   const auto started = job->snapshot();
   const char* whole = started.kind == core::JobKind::verify ? "(the store)" : "(all remotes)";
-  log::info("job {}: {} {} started for {} (uid {})", id, core::job_kind_name(started.kind),
-            started.target.empty() ? std::string(whole) : started.target, started.starter.sender,
-            started.starter.uid);
+  log::event(log::Level::info, core::job_log_fields(started),
+             "job {}: {} {} started for {} (uid {})", id, core::job_kind_name(started.kind),
+             started.target.empty() ? std::string(whole) : started.target, started.starter.sender,
+             started.starter.uid);
   {
     std::lock_guard lock(mu_);
     jobs_.emplace(id, PublishedJob{object, std::nullopt});
@@ -351,14 +353,27 @@ void Service::job_final(const core::JobSnapshot& s) {
   }
   const std::string what = std::string(core::job_kind_name(s.kind)) +
                            (s.target.empty() ? std::string() : " " + s.target);
+  auto fields = core::job_log_fields(s);
   if (s.state == core::JobState::done) {
-    log::info("job {}: {} done ({} bytes)", s.id, what, s.bytes_done);
+    log::event(log::Level::info, fields, "job {}: {} done ({} bytes)", s.id, what, s.bytes_done);
   } else if (s.state == core::JobState::cancelled) {
-    log::info("job {}: {} cancelled", s.id, what);
+    log::event(log::Level::info, fields, "job {}: {} cancelled", s.id, what);
   } else {
-    log::warn("job {}: {} failed: {}: {}", s.id, what,
-              s.error ? bus_error_name_of(*s.error) : "unknown",
-              s.error ? s.error->message : std::string());
+    if (s.error) {
+      const std::string name = bus_error_name_of(*s.error);  // "org.epbroker.Error.Network"
+      fields.push_back({log::kError, name.substr(name.rfind('.') + 1)});
+    }
+    // A download that failed its signed length, hashes or manifest: the event an
+    // admin filters on (log/message_ids.hpp). A refresh's failures are logged per
+    // remote by the refresh job.
+    if (s.kind == core::JobKind::install && s.error &&
+        s.error->code == core::Errc::VerificationFailed) {
+      fields.insert(fields.begin(),
+                    {log::kMessageId, std::string(log::kMessageVerificationFailed)});
+    }
+    log::event(log::Level::warn, fields, "job {}: {} failed: {}: {}", s.id, what,
+               s.error ? bus_error_name_of(*s.error) : "unknown",
+               s.error ? s.error->message : std::string());
   }
 }
 

@@ -288,7 +288,13 @@ TEST_F(CtlTest, UnprivilegedInstallIsNotAuthorized) {
   EXPECT_EQ(r.exit_code, 3) << describe(r);
   const json j = doc(r);
   EXPECT_EQ(j["error"]["code"], "NotAuthorized");
-  EXPECT_NE(j["error"]["hint"].get<std::string>().find("org.epbroker.install"), std::string::npos);
+  // What to do (issue 18): the action, sudo, or a polkit rule an admin adds.
+  const std::string hint = j["error"]["hint"].get<std::string>();
+  EXPECT_NE(hint.find("org.epbroker.install"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("sudo epbrokerctl install " + std::string(kTestEp)), std::string::npos)
+      << hint;
+  EXPECT_NE(hint.find("polkit rule in /etc/polkit-1/rules.d/"), std::string::npos) << hint;
+  EXPECT_NE(hint.find("install_group"), std::string::npos) << hint;
   // Reading is open to everyone.
   const auto p =
       daemon::run_command({"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",

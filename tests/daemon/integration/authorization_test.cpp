@@ -6,12 +6,20 @@
 //   - a check that is never answered ends the call with NotAuthorized after
 //     authorization_timeout_sec, and polkit is told to cancel it;
 //   - RequestSession(download) for several packages asks polkit once, and not at
-//     all when nothing needs installing.
+//     all when nothing needs installing;
+//   - issue 18: with the daemon running as its own user (not root), as on a real
+//     system, polkit answers it only because the policy names that user the
+//     actions' owner (org.freedesktop.policykit.owner): without the annotation a
+//     user polkit grants is refused.
 #include <gtest/gtest.h>
+#include <pwd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <fstream>
+#include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -23,6 +31,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr uid_t kNobody = 65534;
+// The uid the daemon runs as in the tests where it runs as its own user: the
+// system user "daemon" (uid 1 on Debian), standing for user epbroker. Any uid but
+// root's and the callers' (65534) would do, as long as the system knows it:
+// dbus-daemon refuses connections of uids without a passwd entry.
+uid_t daemon_uid() {
+  const struct passwd* pw = ::getpwnam("daemon");
+  return pw != nullptr ? pw->pw_uid : static_cast<uid_t>(-1);
+}
+
+// The user systemd/epbroker.sysusers creates, which epbrokerd.service runs as.
+std::string daemon_user() {
+  std::ifstream in(std::filesystem::path(EPBROKER_INTEGRATION_SOURCE_DIR) /
+                   "systemd/epbroker.sysusers");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string type;
+    std::string name;
+    if (words >> type >> name && type == "u") return name;
+  }
+  return {};
+}
 
 class AuthorizationTest : public CatalogTest {
  protected:
@@ -176,6 +205,97 @@ TEST_F(AuthorizationTest, SessionWithDownloadsAsksOnce) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(count(r.out, "s \"ready\""), 2U) << r.out;
   EXPECT_EQ(polkit.checks().size(), 2U);
+}
+
+// Issue 18: polkitd (0.103 and later) answers CheckAuthorization about another
+// user's process only to root or to an owner of the action; epbrokerd runs as user
+// epbroker. The daemon runs as daemon_uid() here, standing for that user in the
+// stand-in polkit's user database.
+class PolkitOwnerTest : public AuthorizationTest {
+ protected:
+  void SetUp() override {
+    AuthorizationTest::SetUp();
+    if (IsSkipped()) return;
+    if (daemon_uid() == static_cast<uid_t>(-1) || daemon_uid() == 0 || daemon_uid() == kNobody) {
+      GTEST_SKIP() << "needs system user 'daemon' (not root, not nobody) to run epbrokerd as";
+    }
+  }
+  void start_as_daemon_user() {
+    PrivateBusOptions options;
+    options.daemon_uid = daemon_uid();
+    start(std::move(options));
+    // The catalog's trusted root, where the daemon's user can read it (the
+    // catalog's directory is the test's own).
+    const auto root = bus_->config_dir() / "test-root.json";
+    std::filesystem::copy_file(catalog_->trusted_root(), root);
+    std::filesystem::permissions(root, std::filesystem::perms::owner_read |
+                                           std::filesystem::perms::group_read |
+                                           std::filesystem::perms::others_read);
+    bus_->add_remote("test", catalog_->metadata_url(), catalog_->targets_url(), root);
+    authorization_timeout(120);
+  }
+  FakePolkitPolicy policy(std::filesystem::path file) const {
+    const std::string user = daemon_user();
+    EXPECT_FALSE(user.empty()) << "no u line in systemd/epbroker.sysusers";
+    return FakePolkitPolicy{std::move(file), {{user, daemon_uid()}}};
+  }
+};
+
+TEST_F(PolkitOwnerTest, TheDaemonsUserOwnsEveryAction) {
+  const auto owners = polkit_action_owners(policy(installed_polkit_policy()));
+  for (const char* action :
+       {"org.epbroker.install", "org.epbroker.update", "org.epbroker.downgrade",
+        "org.epbroker.hold", "org.epbroker.manage"}) {
+    ASSERT_TRUE(owners.contains(action)) << action;
+    EXPECT_EQ(owners.at(action), std::vector<uid_t>{daemon_uid()})
+        << action << ": org.freedesktop.policykit.owner must name unix-user:" << daemon_user();
+  }
+}
+
+TEST_F(PolkitOwnerTest, AGrantedUserInstallsWhenTheDaemonOwnsTheAction) {
+  start_as_daemon_user();
+  FakePolkit polkit(*bus_, FakePolkit::Mode::grant, policy(installed_polkit_policy()));
+  refresh();  // root: never asked
+  Child allowed = as_nobody({"call", "EnsureProvider", kTestEp});
+  const auto job = allowed.read_line(20s).value_or("");
+  ASSERT_TRUE(job.starts_with("ok /org/epbroker/Broker1/job/")) << job;
+  EXPECT_EQ(wait_job(*conn_, job.substr(3)), "done");
+  ASSERT_EQ(polkit.checks().size(), 1U);
+  const auto check = polkit.checks().front();
+  EXPECT_EQ(check.caller_uid, daemon_uid()) << "the daemon did not run as its own user";
+  EXPECT_EQ(check.subject_uid, kNobody);
+  EXPECT_FALSE(check.untrusted);
+}
+
+TEST_F(PolkitOwnerTest, WithoutTheOwnerAnnotationPolkitRefusesToAnswerTheDaemon) {
+  start_as_daemon_user();
+  // The policy as it was before issue 18: no org.freedesktop.policykit.owner.
+  const auto file = bus_->root() / "org.epbroker.policy";
+  {
+    std::ifstream in(installed_polkit_policy());
+    std::ostringstream text;
+    text << in.rdbuf();
+    std::ofstream(file) << std::regex_replace(
+        text.str(),
+        std::regex(" *<annotate key=\"org.freedesktop.policykit.owner\">[^<]*"
+                   "</annotate>\n"),
+        "");
+  }
+  ASSERT_TRUE(polkit_action_owners(policy(file)).at("org.epbroker.install").empty());
+  FakePolkit polkit(*bus_, FakePolkit::Mode::grant, policy(file));  // it would grant
+  refresh();
+  Child refused = as_nobody({"call", "EnsureProvider", kTestEp});
+  const auto line = refused.read_line(20s).value_or("");
+  EXPECT_TRUE(
+      line.starts_with("error org.epbroker.Error.NotAuthorized: polkit could not be "
+                       "asked about org.epbroker.install: Only trusted callers (e.g. "
+                       "uid 0 or an action owner)"))
+      << line;
+  ASSERT_EQ(polkit.checks().size(), 1U);
+  EXPECT_TRUE(polkit.checks().front().untrusted);
+  EXPECT_EQ(str(provider(kTestEp), "state"), "available");
+  // The daemon says in its log what is wrong.
+  EXPECT_NE(bus_->log().find("org.freedesktop.policykit.owner"), std::string::npos) << bus_->log();
 }
 
 }  // namespace

@@ -309,10 +309,21 @@ PrivateBus::PrivateBus(PrivateBusOptions options) : options_(std::move(options))
                                       : "log_level = " + options_.log_level + "\n") +
           (options_.install_group.empty() ? std::string()
                                           : "install_group = " + options_.install_group + "\n"));
+  std::string as_user;
+  if (options_.daemon_uid) {
+    const std::string id = std::to_string(*options_.daemon_uid);
+    for (const auto& d : {state_dir(), cache_dir()}) {
+      if (::chown(d.c_str(), *options_.daemon_uid, *options_.daemon_uid) != 0) {
+        throw std::runtime_error("PrivateBus: cannot chown " + d.string() + " to uid " + id);
+      }
+    }
+    as_user = "/usr/bin/setpriv --reuid=" + id + " --regid=" + id + " --clear-groups ";
+  }
   write_text(services / "org.epbroker.Broker1.service",
              "[D-BUS Service]\n"
              "Name=org.epbroker.Broker1\n"
              "Exec=" +
+                 as_user +
                  (options_.epbrokerd.empty() ? epbrokerd_path() : options_.epbrokerd).string() +
                  " --bus-address " + address_ + " --config-dir " + config_dir().string() +
                  " --state-dir " + state_dir().string() + " --cache-dir " + cache_dir().string() +

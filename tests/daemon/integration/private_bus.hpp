@@ -122,6 +122,10 @@ struct PrivateBusOptions {
   // The epbrokerd the bus activates; empty = the built one (epbrokerd_path()), e.g.
   // an ASan build's for the bus fuzzer.
   std::filesystem::path epbrokerd;
+  // The uid (and gid) the bus starts epbrokerd as (setpriv, groups cleared), as
+  // systemd starts it as user epbroker; it owns the state and cache directories.
+  // Unset: the test's own (root for most tests). Needs root.
+  std::optional<uid_t> daemon_uid;
 };
 
 class PrivateBus {
