@@ -6,9 +6,10 @@
 #   OUTDIR receives the .deb files, the .changes and .buildinfo, and
 #   lintian.txt (everything lintian said). Needs the bootstrap done
 #   (scripts/bootstrap.sh: the build dependencies and ONNX Runtime for
-#   epbroker-run). The source tree is copied first (without .git and build
-#   directories), so the checkout stays clean and any build directory in it is
-#   left alone.
+#   epbroker-run). The source tree is mirrored first (without .git and build
+#   directories) into $EPBROKER_CACHE/debs-build/epbroker, so the checkout stays
+#   clean; dpkg-buildpackage -nc keeps the package build directory there
+#   (obj-*), so a second run rebuilds only what changed.
 set -euo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [[ $# -eq 1 ]] || {
@@ -21,12 +22,15 @@ mkdir -p "$1"
 OUT="$(cd "$1" && pwd)"
 START=$SECONDS
 
-# 1. A copy of the source tree, as a release tarball would have it.
-WORK="$(mktemp -d /tmp/epbroker-debs-XXXXXX)"
-trap 'rm -rf "$WORK"' EXIT
-mkdir "$WORK/epbroker"
-tar -C "$REPO_ROOT" --exclude=./.git --exclude='./build*' --exclude=./.ci-out -cf - . |
-  tar -C "$WORK/epbroker" -xf -
+# 1. The source tree as a release tarball would have it, mirrored (--delete:
+#    nothing of an earlier tree or an earlier package build stays but obj-*, the
+#    CMake build directory). The outputs of dpkg-buildpackage land beside it.
+WORK="${EPBROKER_CACHE:-$HOME/.cache/epbroker}/debs-build"
+mkdir -p "$WORK/epbroker"
+exec 9>"$WORK/.lock"
+flock 9
+rm -f "$WORK"/*.deb "$WORK"/*.changes "$WORK"/*.buildinfo "$WORK"/*.ddeb
+rsync -a --delete --exclude=/.git --exclude='/build*' --exclude='/obj-*' "$REPO_ROOT/" "$WORK/epbroker/"
 
 # 2. Build: binary packages only, unsigned, no tests (CI runs them on its own
 #    build; tests/system/ then tests these packages on a booted system).
@@ -35,7 +39,7 @@ echo "==> dpkg-buildpackage (in $WORK)"
   cd "$WORK/epbroker"
   export EPBROKER_ORT_ROOT
   export DEB_BUILD_OPTIONS="nocheck noddebs parallel=$(nproc)"
-  dpkg-buildpackage -us -uc -b
+  dpkg-buildpackage -us -uc -b -nc
 ) >"$WORK/build.log" 2>&1 || {
   tail -n 60 "$WORK/build.log" >&2
   echo "build-debs: dpkg-buildpackage failed (the last 60 lines are above)" >&2
