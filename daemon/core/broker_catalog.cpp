@@ -401,10 +401,11 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
     }
     if (listed.error().code != catalog::Errc::cancelled) {
       // The event an admin filters on (log/message_ids.hpp), one per remote.
-      auto fields = job_log_fields(job->snapshot());
-      fields.insert(fields.begin(), {log::kMessageId, std::string(log::kMessageRefreshFailed)});
-      fields.push_back({log::kRemote, remote.name});
-      fields.push_back({log::kError, std::string(result_name(Error(listed.error())))});
+      const auto fields =
+          log::with(job_log_fields(job->snapshot()),
+                    {{log::kMessageId, std::string(log::kMessageRefreshFailed)},
+                     {log::kRemote, remote.name},
+                     {log::kError, std::string(result_name(Error(listed.error())))}});
       log::event(log::Level::warn, fields,
                  "refresh: remote {} failed: {}; its packages keep their previous entries",
                  remote.name, listed.error().message);

@@ -46,24 +46,19 @@ std::string_view message_id_of(const HistoryEntry& e) {
   return {};
 }
 
-// A history entry's journal fields, then those of `job` it does not have already.
+// `job`'s journal fields with the history entry's laid on them.
 log::Fields history_log_fields(const HistoryEntry& e, const log::Fields& job) {
   const bool reset = e.action == HistoryAction::remote_reset;  // `name` is the remote's
-  log::Fields out = {
-      {log::kMessageId, std::string(message_id_of(e))},
-      {reset ? log::kRemote : log::kPackage, e.name},
-      // The version the entry is about: the new one, or the one removed or dropped.
-      {log::kVersion, e.to.empty() ? e.from : e.to},
-      {log::kFromVersion, !e.to.empty() && e.from != e.to ? e.from : std::string()},
-      {log::kCallerUid, std::to_string(e.uid)},
-      {log::kError, e.result == "ok" ? std::string() : e.result},
-  };
-  for (const auto& f : job) {
-    const bool known =
-        std::any_of(out.begin(), out.end(), [&](const log::Field& o) { return o.name == f.name; });
-    if (!known) out.push_back(f);
-  }
-  return out;
+  return log::with(
+      job, {
+               {log::kMessageId, std::string(message_id_of(e))},
+               {reset ? log::kRemote : log::kPackage, e.name},
+               // The version the entry is about: the new one, or the one removed or dropped.
+               {log::kVersion, e.to.empty() ? e.from : e.to},
+               {log::kFromVersion, !e.to.empty() && e.from != e.to ? e.from : std::string()},
+               {log::kCallerUid, std::to_string(e.uid)},
+               {log::kError, e.result == "ok" ? std::string() : e.result},
+           });
 }
 
 }  // namespace

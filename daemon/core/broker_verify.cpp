@@ -138,10 +138,10 @@ void Broker::run_verify(std::shared_ptr<Job> job) {
   for (const auto& r : run->results) {
     if (r.ok) continue;
     ++damaged;
-    auto fields = job_log_fields(job->snapshot());
-    fields.insert(fields.begin(), {log::kMessageId, std::string(log::kMessageVerificationFailed)});
-    fields.push_back({log::kPackage, r.name});
-    fields.push_back({log::kVersion, r.version});
+    const auto fields = log::with(job_log_fields(job->snapshot()),
+                                  {{log::kMessageId, std::string(log::kMessageVerificationFailed)},
+                                   {log::kPackage, r.name},
+                                   {log::kVersion, r.version}});
     log::event(log::Level::warn, fields, "verify: {} {} is damaged: {}", r.name, r.version,
                r.problem);
   }

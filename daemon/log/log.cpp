@@ -7,6 +7,7 @@
 #include <syslog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <cstdio>
@@ -264,6 +265,19 @@ std::optional<config::LogLevel> level_from_syslog_name(std::string_view name) {
   if (name == "notice" || name == "info") return config::LogLevel::info;
   if (name == "debug") return config::LogLevel::debug;
   return std::nullopt;
+}
+
+Fields with(Fields base, const Fields& over) {
+  for (const auto& f : over) {
+    auto same =
+        std::find_if(base.begin(), base.end(), [&](const Field& b) { return b.name == f.name; });
+    if (same != base.end()) {
+      same->value = f.value;
+    } else {
+      base.push_back(f);
+    }
+  }
+  return base;
 }
 
 void flush() {

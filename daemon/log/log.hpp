@@ -97,6 +97,12 @@ struct Field {
 };
 using Fields = std::vector<Field>;
 
+// `base` with `over` laid on it: a field of `over` replaces the one of the same
+// name in `base` (an empty value too, which the sinks then leave out), the others
+// are appended. E.g. a job's fields (core::job_log_fields) with the remote or the
+// package one record is about.
+Fields with(Fields base, const Fields& over);
+
 // The catalog entry (message_ids.hpp) explaining the record.
 inline constexpr std::string_view kMessageId = "MESSAGE_ID";
 // A job's id (Job1 /org/epbroker/Broker1/job/N) and kind (install, refresh, verify).
