@@ -62,6 +62,9 @@ PACKAGES=(
   # scripts/build-debs.sh and tests/system/booted_test.sh: the Debian packages,
   # lintian, and a debootstrapped bookworm booted with systemd-nspawn.
   debhelper lintian debootstrap systemd-container bash-completion
+  # tests/cli/publish_signers_test.sh: a PKCS#11 token for epbroker-publish --key
+  # pkcs11:... (pkcs11-provider itself comes from bookworm-backports, below).
+  softhsm2
   # tests/fuzz (libFuzzer): clang >= 19, the first whose __cpp_concepts lets
   # libstdc++ 12 declare std::expected; libclang-rt-19-dev has libclang_rt.fuzzer.
   clang-19 libclang-rt-19-dev
@@ -99,6 +102,20 @@ if ((${#missing[@]} > 0)); then
     apt-get install -y --no-install-recommends "${PACKAGES[@]}"
 else
   log "apt: all ${#PACKAGES[@]} packages already installed"
+fi
+
+# pkcs11-provider (OpenSSL 3's provider for keys in PKCS#11 tokens) is packaged
+# for bookworm in bookworm-backports only; the source is added if missing.
+if ! dpkg-query -W -f='${Status}' pkcs11-provider 2>/dev/null | grep -q '^install ok installed$'; then
+  if ! grep -rqs 'bookworm-backports' /etc/apt/sources.list /etc/apt/sources.list.d/; then
+    log "apt: adding bookworm-backports (for pkcs11-provider)"
+    echo "deb http://deb.debian.org/debian bookworm-backports main" |
+      as_root tee /etc/apt/sources.list.d/epbroker-bookworm-backports.list >/dev/null
+  fi
+  log "apt: installing pkcs11-provider from bookworm-backports"
+  as_root apt-get update
+  as_root env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y --no-install-recommends -t bookworm-backports pkcs11-provider
 fi
 
 # --- 2. Pinned downloads ---------------------------------------------------------

@@ -16,6 +16,7 @@
 #include "catalog/tuf/dir_fetcher.hpp"
 #include "catalog/tuf/repository.hpp"
 #include "catalog/tuf/updater.hpp"
+#include "tools/publish_keys.hpp"
 
 namespace catalog::tools {
 namespace {
@@ -59,51 +60,6 @@ bool apply_lifetimes(const Args& args, Repository& repo, const std::string& cmd)
     *o.field = std::chrono::days{days};
   }
   return true;
-}
-
-// All private keys in `dir` (not in subdirectories), with their file paths.
-Result<std::vector<std::pair<fs::path, crypto::PrivateKey>>> load_keys(const fs::path& dir) {
-  std::vector<std::pair<fs::path, crypto::PrivateKey>> out;
-  std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (!e.is_regular_file() || e.path().extension() != ".pem") continue;
-    auto pem = read_file(e.path(), 64 * 1024);
-    if (!pem) return std::unexpected(pem.error());
-    auto key = crypto::PrivateKey::from_pem(*pem);
-    if (!key) return fail(key.error().code, e.path().string() + ": " + key.error().message);
-    out.emplace_back(e.path(), std::move(*key));
-  }
-  if (ec) return fail(Errc::io, "read keys from " + dir.string() + ": " + ec.message());
-  return out;
-}
-
-// Writes a private key with mode 0600; refuses to overwrite.
-Result<void> write_key(const fs::path& path, const crypto::PrivateKey& key) {
-  if (fs::exists(path)) return fail(Errc::invalid_argument, path.string() + " already exists");
-  auto pem = key.to_pem();
-  if (!pem) return std::unexpected(pem.error());
-  if (auto ok = atomic_write_file(path, *pem); !ok) return ok;
-  ::chmod(path.c_str(), 0600);
-  return {};
-}
-
-struct Loaded {
-  Repository repo;
-  std::vector<std::pair<fs::path, std::string>> key_files;  // path, keyid
-};
-
-// --repo + --keys -> repository with its signing keys.
-Result<Loaded> open_repo(const Args& args) {
-  auto repo = Repository::load(*args.get("repo"));
-  if (!repo) return std::unexpected(repo.error());
-  auto keys = load_keys(*args.get("keys"));
-  if (!keys) return std::unexpected(keys.error());
-  Loaded l{std::move(*repo), {}};
-  for (auto& [path, key] : *keys) {
-    l.key_files.emplace_back(path, tuf::Key::from_public(key.public_key()).keyid());
-    l.repo.add_signing_key(std::move(key));
-  }
-  return l;
 }
 
 // Strict EP metadata from the --metadata file; errors name the file.
@@ -160,15 +116,34 @@ int cmd_init(const Args& args) {
       }
     }
   }
-  if (threshold > nkeys) return usage("init", "--root-threshold exceeds --root-keys");
+  const auto& holders = args.all("root-public-key");
+  if (!holders.empty()) {
+    if (args.get("root-keys"))
+      return usage("init", "--root-keys and --root-public-key exclude each other");
+    nkeys = static_cast<unsigned>(holders.size());
+  }
+  if (threshold > nkeys) return usage("init", "--root-threshold exceeds the number of root keys");
+  auto key_type = key_type_option(args);
+  if (!key_type) return usage("init", key_type.error().message);
   const fs::path repo_dir = *args.get("repo"), keys_dir = *args.get("keys");
-  if (fs::exists(repo_dir / "metadata")) {
+  if (fs::exists(repo_dir / "metadata") || fs::exists(repo_dir / "staged")) {
     return failure("init", {Errc::invalid_argument, (repo_dir / "metadata").string() + " exists"});
   }
-  auto repo = Repository::create(now(), nkeys, threshold, !args.has("no-consistent-snapshot"));
+  // 1. Root keys: generated here, or only the public keys of their holders.
+  std::vector<crypto::PublicKey> holder_keys;
+  for (const auto& file : holders) {
+    auto pub = load_public_key(file);
+    if (!pub) return failure("init", pub.error());
+    holder_keys.push_back(std::move(*pub));
+  }
+  const bool consistent = !args.has("no-consistent-snapshot");
+  auto repo =
+      holder_keys.empty()
+          ? Repository::create(now(), nkeys, threshold, consistent, *key_type)
+          : Repository::create_with_root_keys(now(), holder_keys, threshold, consistent, *key_type);
   if (!repo) return failure("init", repo.error());
   if (!apply_lifetimes(args, *repo, "init")) return 2;
-  // 1. Keys first (0700 directory, 0600 files), never overwriting one.
+  // 2. Keys first (0700 directory, 0600 files), never overwriting one.
   std::error_code ec;
   fs::create_directories(keys_dir, ec);
   if (ec) return failure("init", {Errc::io, "create " + keys_dir.string() + ": " + ec.message()});
@@ -176,15 +151,29 @@ int cmd_init(const Args& args) {
   for (const char* role : {"root", "timestamp", "snapshot", "targets"}) {
     const auto& ids = repo->root.roles.at(role).keyids;
     for (std::size_t i = 0; i < ids.size(); ++i) {
+      const crypto::PrivateKey* key = repo->signing_key_for(ids[i]);
+      if (key == nullptr) continue;  // a holder's key
       const std::string file = ids.size() == 1
                                    ? std::string(role) + ".pem"
                                    : std::string(role) + "-" + std::to_string(i + 1) + ".pem";
-      if (auto ok = write_key(keys_dir / file, repo->signing_keys().at(ids[i])); !ok) {
-        return failure("init", ok.error());
-      }
+      if (auto ok = write_key(keys_dir / file, *key); !ok) return failure("init", ok.error());
     }
   }
-  // 2. Version 1 of every role.
+  // 3. Version 1 of every role, or root v1 staged for its holders to sign.
+  if (!holder_keys.empty()) {
+    for (const auto& spec : args.all("key")) {
+      auto key = load_signing_key(spec);
+      if (!key) return failure("init", key.error());
+      repo->add_signing_key(std::move(*key));
+    }
+    auto report = repo->publish_or_stage(repo_dir, now());
+    if (!report) return failure("init", report.error());
+    print_report(*report);
+    std::cout << "keys for timestamp, snapshot and targets in " << keys_dir.string()
+              << "; root holders sign with 'epbroker-publish sign root --repo " << repo_dir.string()
+              << " --keys " << keys_dir.string() << " --key KEY'\n";
+    return 0;
+  }
   if (auto ok = repo->publish(tuf::directory_writer(repo_dir), now()); !ok) {
     return failure("init", ok.error());
   }
@@ -229,7 +218,7 @@ int cmd_pack(const Args& args) {
 
 int cmd_add(const Args& args) {
   int rc = 0;
-  if (!require(args, "add", {"repo", "keys", "metadata"}, rc)) return rc;
+  if (!require(args, "add", {"repo", "metadata"}, rc)) return rc;
   if (args.positionals.size() != 1) return usage("add", "expected exactly one PACKAGE");
   const fs::path package = args.positionals[0];
   // 1. EP metadata, strictly; an EP package's manifest must agree with it.
@@ -269,18 +258,18 @@ int cmd_add(const Args& args) {
       !ok) {
     return failure("add", ok.error());
   }
-  if (auto ok = repo.publish(tuf::directory_writer(*args.get("repo")), now()); !ok) {
-    return failure("add", ok.error());
-  }
+  auto report = repo.publish_or_stage(*args.get("repo"), now());
+  if (!report) return failure("add", report.error());
   std::cout << "added " << path << " (" << meta->name << " " << meta->version.text << ", " << size
             << " bytes, sha256 " << sha << "); targets v" << repo.targets.version << ", snapshot v"
             << repo.snapshot.version << ", timestamp v" << repo.timestamp.version << "\n";
+  print_report(*report);
   return 0;
 }
 
 int cmd_remove(const Args& args) {
   int rc = 0;
-  if (!require(args, "remove", {"repo", "keys"}, rc)) return rc;
+  if (!require(args, "remove", {"repo"}, rc)) return rc;
   if (args.positionals.size() != 1) return usage("remove", "expected exactly one TARGET_PATH");
   auto loaded = open_repo(args);
   if (!loaded) return failure("remove", loaded.error());
@@ -290,25 +279,26 @@ int cmd_remove(const Args& args) {
       !ok) {
     return failure("remove", ok.error());
   }
-  if (auto ok = loaded->repo.publish(tuf::directory_writer(*args.get("repo")), now()); !ok) {
-    return failure("remove", ok.error());
-  }
+  auto report = loaded->repo.publish_or_stage(*args.get("repo"), now());
+  if (!report) return failure("remove", report.error());
   std::cout << "removed " << args.positionals[0] << "; targets v" << loaded->repo.targets.version
             << "\n";
+  print_report(*report);
   return 0;
 }
 
 int cmd_timestamp(const Args& args) {
   int rc = 0;
-  if (!require(args, "timestamp", {"repo", "keys"}, rc)) return rc;
+  if (!require(args, "timestamp", {"repo"}, rc)) return rc;
   if (!args.positionals.empty()) return usage("timestamp", "unexpected argument");
   auto loaded = open_repo(args);
   if (!loaded) return failure("timestamp", loaded.error());
   if (!apply_lifetimes(args, loaded->repo, "timestamp")) return 2;
-  if (auto ok = loaded->repo.publish_timestamp(tuf::directory_writer(*args.get("repo")), now());
-      !ok) {
-    return failure("timestamp", ok.error());
-  }
+  // Also publishes what holders finished signing (staged roles at threshold).
+  auto report = loaded->repo.publish_or_stage(*args.get("repo"), now());
+  if (!report) return failure("timestamp", report.error());
+  print_report(*report);
+  if (!report->snapshot_published) return 1;
   std::cout << "snapshot v" << loaded->repo.snapshot.version << " expires "
             << tuf::format_expires(loaded->repo.snapshot.expires) << ", timestamp v"
             << loaded->repo.timestamp.version << " expires "
@@ -330,26 +320,23 @@ int cmd_rotate(const Args& args) {
   if (!apply_lifetimes(args, repo, "rotate")) return 2;
   const auto old_ids = repo.root.roles.at(role).keyids;
   // 1. The new key: given or generated, written beside the others.
-  Result<crypto::PrivateKey> key = std::unexpected(Error{Errc::invalid_argument, ""});
-  if (auto pem_path = args.get("new-key")) {
-    auto pem = read_file(*pem_path, 64 * 1024);
-    if (!pem) return failure("rotate", pem.error());
-    key = crypto::PrivateKey::from_pem(*pem);
-  } else {
-    key = crypto::PrivateKey::generate();
-  }
+  auto key_type = key_type_option(args);
+  if (!key_type) return usage("rotate", key_type.error().message);
+  auto new_key = args.get("new-key");
+  auto key = new_key ? load_signing_key(*new_key) : crypto::PrivateKey::generate(*key_type);
   if (!key) return failure("rotate", key.error());
   const std::string new_id = tuf::Key::from_public(key->public_key()).keyid();
   const fs::path keys_dir = *args.get("keys");
   const fs::path new_file = keys_dir / (role + "-" + new_id.substr(0, 8) + ".pem");
-  if (!fs::exists(new_file)) {
+  if (!(new_key && crypto::PrivateKey::is_uri(*new_key)) && !fs::exists(new_file)) {
     if (auto ok = write_key(new_file, *key); !ok) return failure("rotate", ok.error());
   }
   // 2. New root (signed by old and new root keys), re-signed role, snapshot, timestamp.
   if (auto ok = repo.rotate(role, std::move(*key)); !ok) return failure("rotate", ok.error());
-  if (auto ok = repo.publish(tuf::directory_writer(*args.get("repo")), now()); !ok) {
-    return failure("rotate", ok.error());
-  }
+  auto report = repo.publish_or_stage(*args.get("repo"), now());
+  if (!report) return failure("rotate", report.error());
+  print_report(*report);
+  if (repo.is_staged("root")) return 0;  // the old keys still sign until it is out
   // 3. Retire the old key files only once the new state is published.
   std::error_code ec;
   fs::create_directories(keys_dir / "retired", ec);
@@ -368,7 +355,7 @@ int cmd_rotate(const Args& args) {
 
 int cmd_delegate(const Args& args) {
   int rc = 0;
-  if (!require(args, "delegate", {"repo", "keys"}, rc)) return rc;
+  if (!require(args, "delegate", {"repo"}, rc)) return rc;
   if (args.positionals.size() != 1) return usage("delegate", "expected exactly one ROLE name");
   if (args.all("paths").empty()) return usage("delegate", "--paths is required");
   const std::string name = args.positionals[0];
@@ -376,40 +363,53 @@ int cmd_delegate(const Args& args) {
   if (!loaded) return failure("delegate", loaded.error());
   Repository& repo = loaded->repo;
   if (!apply_lifetimes(args, repo, "delegate")) return 2;
-  // 1. The delegated role's key: given (e.g. held by the vendor) or generated.
-  Result<crypto::PrivateKey> key = std::unexpected(Error{Errc::invalid_argument, ""});
-  if (auto pem_path = args.get("key")) {
-    auto pem = read_file(*pem_path, 64 * 1024);
-    if (!pem) return failure("delegate", pem.error());
-    key = crypto::PrivateKey::from_pem(*pem);
+  // 1. The delegated role's key: the vendor's public key, or generated here.
+  const auto public_key = args.get("public-key");
+  if (!public_key && !args.get("keys")) {
+    return usage("delegate", "--keys (to keep a new key) or --public-key is required");
+  }
+  auto key_type = key_type_option(args);
+  if (!key_type) return usage("delegate", key_type.error().message);
+  std::string key_id;
+  fs::path key_file;
+  if (public_key) {
+    auto pub = load_public_key(*public_key);
+    if (!pub) return failure("delegate", pub.error());
+    if (auto ok = repo.add_delegation(name, args.all("paths"), *pub, args.has("terminating"));
+        !ok) {
+      return failure("delegate", ok.error());
+    }
   } else {
-    key = crypto::PrivateKey::generate();
+    key_file = fs::path(*args.get("keys")) / (name + ".pem");
+    if (fs::exists(key_file)) {
+      return failure("delegate", {Errc::invalid_argument, key_file.string() + " already exists"});
+    }
+    auto key = crypto::PrivateKey::generate(*key_type);
+    if (!key) return failure("delegate", key.error());
+    key_id = tuf::Key::from_public(key->public_key()).keyid();
+    if (auto ok =
+            repo.add_delegation(name, args.all("paths"), std::move(*key), args.has("terminating"));
+        !ok) {
+      return failure("delegate", ok.error());
+    }
   }
-  if (!key) return failure("delegate", key.error());
-  const fs::path key_file = fs::path(*args.get("keys")) / (name + ".pem");
-  const bool write_new = !args.get("key");
-  if (write_new && fs::exists(key_file)) {
-    return failure("delegate", {Errc::invalid_argument, key_file.string() + " already exists"});
-  }
-  const std::string key_id = tuf::Key::from_public(key->public_key()).keyid();
-  // 2. Delegate, publish targets + the new role + snapshot + timestamp.
-  if (auto ok =
-          repo.add_delegation(name, args.all("paths"), std::move(*key), args.has("terminating"));
-      !ok) {
-    return failure("delegate", ok.error());
-  }
-  if (auto ok = repo.publish(tuf::directory_writer(*args.get("repo")), now()); !ok) {
-    return failure("delegate", ok.error());
-  }
-  // 3. A generated key is kept only once the delegation is published.
-  if (write_new) {
-    if (auto ok = write_key(key_file, repo.signing_keys().at(key_id)); !ok) {
+  // 2. Publish targets + snapshot + timestamp; the new role too once signed.
+  auto report = repo.publish_or_stage(*args.get("repo"), now());
+  if (!report) return failure("delegate", report.error());
+  // 3. A generated key is kept only once the delegation is out.
+  if (!key_id.empty()) {
+    if (auto ok = write_key(key_file, *repo.signing_key_for(key_id)); !ok) {
       return failure("delegate", ok.error());
     }
   }
   std::cout << "delegated " << name << " for";
   for (const auto& p : args.all("paths")) std::cout << " " << p;
   std::cout << "; targets v" << repo.targets.version << "\n";
+  print_report(*report);
+  if (public_key) {
+    std::cout << "the holder of its key signs it: 'epbroker-publish sign " << name
+              << " --repo DIR --key KEY'\n";
+  }
   return 0;
 }
 

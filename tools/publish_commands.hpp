@@ -14,5 +14,6 @@ int cmd_timestamp(const Args& args);
 int cmd_rotate(const Args& args);
 int cmd_delegate(const Args& args);
 int cmd_verify(const Args& args);
+int cmd_sign(const Args& args);
 
 }  // namespace catalog::tools

@@ -11,7 +11,10 @@ using catalog::tools::OptionSpec;
 
 const std::vector<OptionSpec> kCommonOptions = {
     {"repo", "DIR", "repository directory (metadata/ and targets/)", true},
-    {"keys", "DIR", "directory of PEM private keys (mode 0700, files 0600)", true},
+    {"keys", "DIR", "directory of PEM private keys (mode 0700, files 0600)"},
+    {"key", "KEY",
+     "a signing key: a PEM private key file or a pkcs11: URI\n(a key in a hardware token); "
+     "repeatable"},
     {"root-days", "N", "root lifetime in days when re-signed (default 365)"},
     {"targets-days", "N", "targets lifetime in days (default 90)"},
     {"snapshot-days", "N", "snapshot lifetime in days (default 7)"},
@@ -34,11 +37,16 @@ const Command kCommands[] = {
      "create keys and a new repository",
      "Creates N root keys (threshold M, default 1 of 1) and one key each for\n"
      "timestamp, snapshot and targets in --keys, and publishes version 1 of every\n"
-     "role with no targets. Refuses to overwrite an existing repository or key.",
+     "role with no targets. Refuses to overwrite an existing repository or key.\n"
+     "With --root-public-key (repeatable), root's keys are the holders' own: no\n"
+     "root key is created, root v1 is staged, and the repository is published once\n"
+     "M holders have run 'sign root'.",
      nullptr,
      nullptr,
      {{"root-keys", "N", "number of root keys (1..16, default 1)"},
       {"root-threshold", "M", "root keys needed to sign (1..N, default 1)"},
+      {"root-public-key", "PEM", "a root key holder's public key; repeatable"},
+      {"key-type", "TYPE", "ed25519 (default), ecdsa (P-256) or rsa (3072 bits)"},
       {"no-consistent-snapshot", nullptr, "publish without consistent snapshots"}},
      true,
      catalog::tools::cmd_init},
@@ -98,26 +106,45 @@ const Command kCommands[] = {
      "replace a role's key; root is signed by old and new keys",
      "Replaces the key(s) of ROLE (root, timestamp, snapshot or targets) with a new\n"
      "key (generated unless --new-key is given) and publishes a new root signed by\n"
-     "the old and the new root keys. Old key files move to --keys/retired/.",
+     "the old and the new root keys. Old key files move to --keys/retired/.\n"
+     "A new root that the keys given cannot sign to both thresholds (the trusted\n"
+     "root's and its own) is staged: other holders add theirs with 'sign root'.",
      "ROLE",
      "root, timestamp, snapshot or targets",
-     {{"new-key", "PEM", "the new key, a PEM private key file (default: a new one)"}},
+     {{"new-key", "KEY",
+       "the new key, a PEM private key file or a pkcs11: URI\n(default: a new one)"},
+      {"key-type", "TYPE", "type of a new key: ed25519 (default), ecdsa or rsa"}},
      true,
      catalog::tools::cmd_rotate},
     {"delegate",
      "let another key sign packages under some paths",
      "Delegates target paths matching PATTERN (shell wildcards per '/' segment,\n"
      "e.g. 'vendor/*'; repeatable) from the top-level targets role to a new role\n"
-     "ROLE signed by its own key: --key (e.g. a vendor's) or a new key written to\n"
-     "--keys/ROLE.pem. Add packages to it with 'add --role ROLE'.",
+     "ROLE signed by its own key: the vendor's public key (--public-key; the vendor\n"
+     "signs ROLE with 'sign ROLE' and adds packages with 'add --role ROLE --key K')\n"
+     "or a new key written to --keys/ROLE.pem. Role names are 1 to 128 characters\n"
+     "of [A-Za-z0-9._+-].",
      "ROLE",
      "the name of the new role",
      {{"paths", "PATTERN", "target paths ROLE may sign; repeatable", true},
-      {"key", "PEM",
-       "ROLE's key, a PEM private key file (default: a new one,\nwritten to --keys/ROLE.pem)"},
+      {"public-key", "PEM", "ROLE's key: the holder's public key (PEM)"},
+      {"key-type", "TYPE", "type of a new key: ed25519 (default), ecdsa or rsa"},
       {"terminating", nullptr, "a terminating delegation"}},
      true,
      catalog::tools::cmd_delegate},
+    {"sign",
+     "add one holder's signature to staged metadata",
+     "Signs the staged ROLE (staged/ROLE.json: a root or delegated role waiting for\n"
+     "signatures) with the one --key given, keeping the signatures already there.\n"
+     "Once the role meets its threshold (a new root: its own and the trusted\n"
+     "root's), it is published, with new snapshot and timestamp versions when their\n"
+     "keys are given (--keys); otherwise 'timestamp' publishes it later. Refuses a\n"
+     "key that is not one of ROLE's.",
+     "ROLE",
+     "root, or a delegated role",
+     {},
+     true,
+     catalog::tools::cmd_sign},
     {"verify",
      "check a repository the way a client would",
      "Runs the client workflow against DIR starting from ROOT.json (default\n"

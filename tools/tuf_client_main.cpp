@@ -6,9 +6,14 @@
 //   --metadata-dir D --metadata-url U --target-name T... --target-base-url B
 //       --target-dir O download
 //
+// --time T (YYYY-MM-DDTHH:MM:SSZ) is the reference time of every expiry check
+// (init's and the update's); default: the wall clock when the command starts.
+// It lets a test read a real repository recorded at a known moment.
+//
 // Exit status: 0 when the whole command succeeded, 1 on any failure, 2 on a
 // usage error.
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <string_view>
@@ -58,8 +63,12 @@ void report(const catalog::tuf::TrustedSet& t) {
               << ": matches snapshot, targets key threshold met, " << tg->signed_.targets.size()
               << " target(s)"
               << (tg->signed_.delegations
-                      ? ", " + std::to_string(tg->signed_.delegations->roles.size()) +
-                            " delegated role(s)"
+                      ? ", " + (tg->signed_.delegations->succinct_roles
+                                    ? std::to_string(
+                                          tg->signed_.delegations->succinct_roles->bin_count()) +
+                                          " delegated role(s) (succinct hash bins)"
+                                    : std::to_string(tg->signed_.delegations->roles.size()) +
+                                          " delegated role(s)")
                       : std::string())
               << "\n";
   }
@@ -82,6 +91,7 @@ int main(int argc, char** argv) {
        {"target-dir", "DIR", "where downloaded targets are stored (download)"},
        {"target-name", "NAME", "target path to download; repeatable, in order"},
        {"https-only", nullptr, "refuse plain http:// URLs (default: http and https)"},
+       {"time", "YYYY-MM-DDTHH:MM:SSZ", "reference time (UTC) for expiry checks (default: now)"},
        {"quiet", nullptr, "print nothing but errors"}},
       args);
   const std::pair<const char*, const char*> commands[] = {
@@ -107,13 +117,19 @@ int main(int argc, char** argv) {
   const std::string cmd = app.get_subcommands().front()->get_name();
   const auto metadata_dir = args.get("metadata-dir");
   const bool quiet = args.has("quiet");
+  // The one reference time of this command: --time, else the wall clock.
+  TimePoint now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  if (const auto t = args.get("time")) {
+    auto parsed = catalog::tuf::parse_expires(*t);
+    if (!parsed) return usage_error("--time: expected YYYY-MM-DDTHH:MM:SSZ, got '" + *t + "'");
+    now = *parsed;
+  }
 
   if (cmd == "init") {
     // Trust what the operator hands us, but only if it is a well-formed root
     // signed by its own threshold: a typo should not become a trust anchor.
     auto bytes = catalog::read_file(args.positionals.at(0), 512'000);
     if (!bytes) return failure(bytes.error());
-    auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
     auto set = catalog::tuf::TrustedSet::create(*bytes, now);
     if (!set) return failure(set.error());
     std::error_code ec;
@@ -142,6 +158,7 @@ int main(int argc, char** argv) {
   config.metadata_base_url = *metadata_url;
   config.target_base_url = args.get("target-base-url").value_or("");
   config.target_dir = args.get("target-dir").value_or("");
+  config.now = now;
   if (cmd == "download") {
     if (config.target_base_url.empty()) return usage_error("--target-base-url is required");
     if (config.target_dir.empty()) return usage_error("--target-dir is required");

@@ -1,7 +1,5 @@
 #include "catalog/tuf/metadata.hpp"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -18,20 +16,46 @@ namespace js = catalog::json;
 // ---- time -------------------------------------------------------------------
 
 Result<TimePoint> parse_expires(std::string_view s) {
+  // The spec's form is "YYYY-MM-DDTHH:MM:SSZ". go-tuf wrote sigstore's first
+  // roots in other RFC 3339 forms ("...:12.99008-06:00", "...:02.663975009Z"),
+  // so a fraction of a second (dropped: the expiry moves earlier, never
+  // later) and a "+HH:MM"/"-HH:MM" offset are read too.
   auto bad = [&] { return js::field_error("expires", "expected YYYY-MM-DDTHH:MM:SSZ"); };
-  if (s.size() != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
-      s[16] != ':' || s[19] != 'Z') {
-    return bad();
-  }
-  auto num = [&](std::size_t pos, std::size_t len, int& out) {
-    auto [p, ec] = std::from_chars(s.data() + pos, s.data() + pos + len, out);
-    return ec == std::errc() && p == s.data() + pos + len &&
+  auto digits = [&](std::size_t pos, std::size_t len) {
+    return pos + len <= s.size() &&
            std::all_of(s.begin() + static_cast<long>(pos), s.begin() + static_cast<long>(pos + len),
                        [](char c) { return c >= '0' && c <= '9'; });
   };
+  auto num = [&](std::size_t pos, std::size_t len, int& out) {
+    if (!digits(pos, len)) return false;
+    auto [p, ec] = std::from_chars(s.data() + pos, s.data() + pos + len, out);
+    return ec == std::errc() && p == s.data() + pos + len;
+  };
+  // 1. The date and time, as the spec writes them.
+  if (s.size() < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' || s[16] != ':') {
+    return bad();
+  }
   int y, mo, d, h, mi, se;
   if (!num(0, 4, y) || !num(5, 2, mo) || !num(8, 2, d) || !num(11, 2, h) || !num(14, 2, mi) ||
       !num(17, 2, se)) {
+    return bad();
+  }
+  // 2. An optional fraction (1 to 9 digits), then "Z" or an offset.
+  std::size_t pos = 19;
+  if (s[pos] == '.') {
+    std::size_t n = 0;
+    while (digits(pos + 1 + n, 1)) ++n;
+    if (n == 0 || n > 9) return bad();
+    pos += 1 + n;
+  }
+  int offset_minutes = 0;
+  if (pos + 1 == s.size() && s[pos] == 'Z') {
+    // UTC
+  } else if (pos + 6 == s.size() && (s[pos] == '+' || s[pos] == '-') && s[pos + 3] == ':') {
+    int oh, om;
+    if (!num(pos + 1, 2, oh) || !num(pos + 4, 2, om) || oh > 23 || om > 59) return bad();
+    offset_minutes = (s[pos] == '+' ? 1 : -1) * (oh * 60 + om);
+  } else {
     return bad();
   }
   std::chrono::year_month_day ymd{std::chrono::year{y},
@@ -39,7 +63,7 @@ Result<TimePoint> parse_expires(std::string_view s) {
                                   std::chrono::day{static_cast<unsigned>(d)}};
   if (!ymd.ok() || h > 23 || mi > 59 || se > 59) return bad();
   return TimePoint{std::chrono::sys_days{ymd}} + std::chrono::hours{h} + std::chrono::minutes{mi} +
-         std::chrono::seconds{se};
+         std::chrono::seconds{se} - std::chrono::minutes{offset_minutes};
 }
 
 std::string format_expires(TimePoint t) {
@@ -218,91 +242,89 @@ Result<TargetFile> parse_targetfile(const std::string& name, const json& j,
   return f;
 }
 
+Result<DelegatedRole> parse_delegated_role(const json& rj, const std::string& rpath) {
+  DelegatedRole r;
+  auto base = parse_role(rj, rpath);
+  if (!base) return std::unexpected(base.error());
+  static_cast<Role&>(r) = std::move(*base);
+  auto name = js::string_field(rj, "name", rpath);
+  if (!name) return std::unexpected(name.error());
+  // As python-tuf: a name is data (the Updater quotes it wherever it becomes a
+  // URL or a file name), only never empty nor a top-level role's.
+  if (name->empty() || *name == "root" || *name == "timestamp" || *name == "snapshot" ||
+      *name == "targets") {
+    return js::field_error(rpath + ".name", "invalid role name '" + *name + "'");
+  }
+  r.name = *name;
+  auto term = js::bool_field(rj, "terminating", rpath);
+  if (!term) return std::unexpected(term.error());
+  r.terminating = *term;
+  bool has_paths = rj.contains("paths");
+  bool has_prefixes = rj.contains("path_hash_prefixes");
+  if (has_paths == has_prefixes) {
+    return js::field_error(rpath, "exactly one of paths and path_hash_prefixes is required");
+  }
+  auto list = string_list(rj, has_paths ? "paths" : "path_hash_prefixes", rpath, false);
+  if (!list) return std::unexpected(list.error());
+  (has_paths ? r.paths : r.path_hash_prefixes) = std::move(*list);
+  return r;
+}
+
+Result<SuccinctRoles> parse_succinct_roles(const json& j, const std::string& path) {
+  if (!j.is_object()) return js::wrong_type(path, "object", j);
+  SuccinctRoles s;
+  auto base = parse_role(j, path);
+  if (!base) return std::unexpected(base.error());
+  static_cast<Role&>(s) = std::move(*base);
+  auto bits = js::uint_field(j, "bit_length", path);
+  if (!bits) return std::unexpected(bits.error());
+  if (*bits < 1 || *bits > 32) {
+    return js::field_error(js::join(path, "bit_length"),
+                           "must be between 1 and 32, got " + std::to_string(*bits));
+  }
+  s.bit_length = static_cast<std::uint32_t>(*bits);
+  auto prefix = js::string_field(j, "name_prefix", path);
+  if (!prefix) return std::unexpected(prefix.error());
+  s.name_prefix = std::move(*prefix);
+  return s;
+}
+
 Result<Delegations> parse_delegations(const json& j) {
   const std::string path = "signed.delegations";
   Delegations d;
-  if (j.contains("succinct_roles")) {
-    return fail(Errc::unsupported, path + ".succinct_roles: not supported");
-  }
   auto kj = js::object_field(j, "keys", path);
   if (!kj) return std::unexpected(kj.error());
   auto keys = parse_keys(**kj, path + ".keys");
   if (!keys) return std::unexpected(keys.error());
   d.keys = std::move(*keys);
+  // 1. Exactly one of the two forms (TAP 15; python-tuf refuses both and neither).
+  if (j.contains("roles") == j.contains("succinct_roles")) {
+    return js::field_error(path, "exactly one of roles and succinct_roles is required");
+  }
+  if (j.contains("succinct_roles")) {
+    auto s = parse_succinct_roles(j["succinct_roles"], path + ".succinct_roles");
+    if (!s) return std::unexpected(s.error());
+    d.succinct_roles = std::move(*s);
+    return d;
+  }
+  // 2. Listed roles, names unique.
   auto roles = js::array_field(j, "roles", path);
   if (!roles) return std::unexpected(roles.error());
   std::set<std::string> names;
   std::size_t i = 0;
   for (const auto& rj : **roles) {
     const std::string rpath = path + ".roles[" + std::to_string(i++) + "]";
-    DelegatedRole r;
-    auto base = parse_role(rj, rpath);
-    if (!base) return std::unexpected(base.error());
-    static_cast<Role&>(r) = std::move(*base);
-    auto name = js::string_field(rj, "name", rpath);
-    if (!name) return std::unexpected(name.error());
-    if (name->empty() || *name == "root" || *name == "timestamp" || *name == "snapshot" ||
-        *name == "targets" || name->find('/') != std::string::npos || *name == "." ||
-        *name == "..") {
-      return js::field_error(rpath + ".name", "invalid role name '" + *name + "'");
+    auto r = parse_delegated_role(rj, rpath);
+    if (!r) return std::unexpected(r.error());
+    if (!names.insert(r->name).second) {
+      return js::field_error(rpath + ".name", "duplicate role name '" + r->name + "'");
     }
-    if (!names.insert(*name).second) {
-      return js::field_error(rpath + ".name", "duplicate role name '" + *name + "'");
-    }
-    r.name = *name;
-    auto term = js::bool_field(rj, "terminating", rpath);
-    if (!term) return std::unexpected(term.error());
-    r.terminating = *term;
-    bool has_paths = rj.contains("paths");
-    bool has_prefixes = rj.contains("path_hash_prefixes");
-    if (has_paths == has_prefixes) {
-      return js::field_error(rpath, "exactly one of paths and path_hash_prefixes is required");
-    }
-    auto list = string_list(rj, has_paths ? "paths" : "path_hash_prefixes", rpath, false);
-    if (!list) return std::unexpected(list.error());
-    (has_paths ? r.paths : r.path_hash_prefixes) = std::move(*list);
-    d.roles.push_back(std::move(r));
+    d.roles.push_back(std::move(*r));
   }
   return d;
 }
 
-bool segment_match(std::string_view target, std::string_view pattern) {
-  auto split = [](std::string_view s) {
-    std::vector<std::string> parts;
-    std::size_t start = 0;
-    while (true) {
-      auto pos = s.find('/', start);
-      parts.emplace_back(s.substr(start, pos - start));
-      if (pos == std::string_view::npos) break;
-      start = pos + 1;
-    }
-    return parts;
-  };
-  auto t = split(target);
-  auto p = split(pattern);
-  if (t.size() != p.size()) return false;
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    // FNM_NOESCAPE: patterns are shell-style without backslash escapes, like
-    // the reference implementation's fnmatch.
-    if (fnmatch(p[i].c_str(), t[i].c_str(), FNM_NOESCAPE) != 0) return false;
-  }
-  return true;
-}
-
 }  // namespace
-
-bool DelegatedRole::is_delegated_path(std::string_view target_path) const {
-  if (paths) {
-    return std::any_of(paths->begin(), paths->end(),
-                       [&](const std::string& p) { return segment_match(target_path, p); });
-  }
-  if (path_hash_prefixes) {
-    const std::string h = crypto::sha256_hex(target_path);
-    return std::any_of(path_hash_prefixes->begin(), path_hash_prefixes->end(),
-                       [&](const std::string& p) { return h.starts_with(p); });
-  }
-  return false;
-}
 
 // ---- roles ------------------------------------------------------------------
 
@@ -442,16 +464,25 @@ json to_json(const Targets& t) {
   for (const auto& [name, f] : t.targets) targets[name] = to_json(f);
   j["targets"] = targets;
   if (t.delegations) {
-    json roles = json::array();
-    for (const auto& r : t.delegations->roles) {
-      json rj = role_json(r);
-      rj["name"] = r.name;
-      rj["terminating"] = r.terminating;
-      if (r.paths) rj["paths"] = *r.paths;
-      if (r.path_hash_prefixes) rj["path_hash_prefixes"] = *r.path_hash_prefixes;
-      roles.push_back(rj);
+    json dj = {{"keys", keys_json(t.delegations->keys)}};
+    if (const auto& s = t.delegations->succinct_roles) {
+      json sj = role_json(*s);
+      sj["bit_length"] = s->bit_length;
+      sj["name_prefix"] = s->name_prefix;
+      dj["succinct_roles"] = sj;
+    } else {
+      json roles = json::array();
+      for (const auto& r : t.delegations->roles) {
+        json rj = role_json(r);
+        rj["name"] = r.name;
+        rj["terminating"] = r.terminating;
+        if (r.paths) rj["paths"] = *r.paths;
+        if (r.path_hash_prefixes) rj["path_hash_prefixes"] = *r.path_hash_prefixes;
+        roles.push_back(rj);
+      }
+      dj["roles"] = roles;
     }
-    j["delegations"] = {{"keys", keys_json(t.delegations->keys)}, {"roles", roles}};
+    j["delegations"] = dj;
   }
   return j;
 }
@@ -499,9 +530,8 @@ template Result<Metadata<Timestamp>> parse_metadata<Timestamp>(std::string_view)
 template Result<Metadata<Snapshot>> parse_metadata<Snapshot>(std::string_view);
 template Result<Metadata<Targets>> parse_metadata<Targets>(std::string_view);
 
-Result<void> verify_threshold(std::string_view role_name, const Role& role, const KeyMap& keys,
-                              const std::string& canonical_signed,
-                              const std::vector<Signature>& signatures) {
+std::size_t count_signers(const Role& role, const KeyMap& keys, const std::string& canonical_signed,
+                          const std::vector<Signature>& signatures) {
   // Counted by key identity, not key id: one key listed under two ids (an id
   // is only a name; a second one differs by an unrecognised field, or is just
   // not the key's hash) is still one signer.
@@ -518,9 +548,16 @@ Result<void> verify_threshold(std::string_view role_name, const Role& role, cons
       }
     }
   }
-  if (good.size() < role.threshold) {
-    return fail(Errc::bad_signature, std::string(role_name) + ": " + std::to_string(good.size()) +
-                                         " of " + std::to_string(role.threshold) +
+  return good.size();
+}
+
+Result<void> verify_threshold(std::string_view role_name, const Role& role, const KeyMap& keys,
+                              const std::string& canonical_signed,
+                              const std::vector<Signature>& signatures) {
+  const std::size_t good = count_signers(role, keys, canonical_signed, signatures);
+  if (good < role.threshold) {
+    return fail(Errc::bad_signature, std::string(role_name) + ": " + std::to_string(good) + " of " +
+                                         std::to_string(role.threshold) +
                                          " required signatures are valid");
   }
   return {};

@@ -1,7 +1,5 @@
 #include "catalog/tuf/trusted_set.hpp"
 
-#include <algorithm>
-
 namespace catalog::tuf {
 namespace {
 
@@ -167,14 +165,14 @@ Result<void> TrustedSet::update_delegated_targets(std::string_view bytes,
     if (parent == nullptr || !parent->signed_.delegations) {
       return fail(Errc::not_found, role_name + ": delegator " + delegator + " not loaded");
     }
-    const auto& roles = parent->signed_.delegations->roles;
-    auto it = std::find_if(roles.begin(), roles.end(),
-                           [&](const DelegatedRole& d) { return d.name == role_name; });
-    if (it == roles.end()) {
+    // A listed role, or the bin of a succinct_roles delegation it names
+    // (found by its name alone: 2^bit_length bins are never enumerated).
+    auto delegation = parent->signed_.delegations->find(role_name);
+    if (!delegation) {
       return fail(Errc::not_found, role_name + ": not delegated by " + delegator);
     }
     keys = &parent->signed_.delegations->keys;
-    role = *it;
+    role = std::move(*delegation);
   }
   // 2. Bytes pinned by snapshot.
   auto pinned = snapshot_->signed_.meta.find(role_name + ".json");

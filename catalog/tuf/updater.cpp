@@ -32,7 +32,37 @@ std::string with_slash(std::string s) {
   return s;
 }
 
+// "<digits>.root": the stem of a root chain file Updater persists.
+bool is_root_chain_file(std::string_view stem) {
+  constexpr std::string_view suffix = ".root";
+  if (!stem.ends_with(suffix) || stem.size() == suffix.size()) return false;
+  stem.remove_suffix(suffix.size());
+  return std::all_of(stem.begin(), stem.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 }  // namespace
+
+std::vector<std::string> delegation_paths(const DelegatedRole& d) {
+  if (d.paths) return *d.paths;
+  std::vector<std::string> out;
+  if (d.path_hash_prefixes) {
+    for (const auto& p : *d.path_hash_prefixes) out.push_back("hash:" + p);
+  }
+  if (d.bin && d.bin->bit_length >= 1 && d.bin->bit_length <= 32) {
+    const std::uint32_t bits = d.bin->bit_length;
+    std::string text;
+    if (bits % 4 == 0) {
+      static constexpr char hex[] = "0123456789abcdef";
+      for (std::uint32_t i = bits / 4; i-- > 0;)
+        text.push_back(hex[(d.bin->index >> (4 * i)) & 0xF]);
+      out.push_back("hash:" + text);
+    } else {
+      for (std::uint32_t i = bits; i-- > 0;) text.push_back((d.bin->index >> i) & 1 ? '1' : '0');
+      out.push_back("hash-bits:" + text);
+    }
+  }
+  return out;
+}
 
 Updater::Updater(UpdaterConfig config, Fetcher& fetcher)
     : config_(std::move(config)),
@@ -99,7 +129,7 @@ Result<void> Updater::update_root_chain() {
     const Role& role = r.roles.at(name);
     std::set<std::string> pubs;
     for (const auto& id : role.keyids) {
-      if (auto k = r.keys.find(id); k != r.keys.end()) pubs.insert(k->second.public_hex);
+      if (auto k = r.keys.find(id); k != r.keys.end()) pubs.insert(k->second.identity());
     }
     return std::make_pair(pubs, role.threshold);
   };
@@ -173,6 +203,9 @@ Result<const Metadata<Targets>*> Updater::load_targets(const std::string& role,
   if (auto failed = failed_roles_.find(role); failed != failed_roles_.end()) {
     return std::unexpected(failed->second);
   }
+  if (auto unlisted = unlisted_bins_.find(delegator); unlisted != unlisted_bins_.end()) {
+    return std::unexpected(unlisted->second);  // only bins are delegated by it
+  }
   auto loaded = load_targets_once(role, delegator);
   if (!loaded && loaded.error().code != Errc::cancelled)
     failed_roles_.emplace(role, loaded.error());
@@ -181,6 +214,11 @@ Result<const Metadata<Targets>*> Updater::load_targets(const std::string& role,
 
 Result<const Metadata<Targets>*> Updater::load_targets_once(const std::string& role,
                                                             const std::string& delegator) {
+  // 0. Its local file must be its own: "<N>.root.json" holds the root chain.
+  if (role != "targets" && is_root_chain_file(url_quote(role, false))) {
+    return fail(Errc::unsupported,
+                "delegated role '" + role + "': its metadata file name is the root chain's");
+  }
   // 1. A persisted copy that still matches what snapshot pins.
   if (auto local = read_local(role)) {
     if (trusted_->update_delegated_targets(*local, role, delegator)) {
@@ -251,9 +289,9 @@ Result<std::optional<TargetFile>> Updater::search(const std::string& target_path
     const Targets& t = (*md)->signed_;
     if (auto it = t.targets.find(target_path); it != t.targets.end()) return it->second;
     if (t.delegations) {
+      // The listed roles covering the path, or its one hash bin (never all bins).
       std::vector<std::pair<std::string, std::string>> children;
-      for (const auto& d : t.delegations->roles) {
-        if (!d.is_delegated_path(target_path)) continue;
+      for (const auto& d : t.delegations->roles_for_target(target_path)) {
         children.emplace_back(d.name, role);
         if (d.terminating) {
           to_visit.clear();
@@ -292,37 +330,66 @@ Result<TargetListing> Updater::list_targets() {
   TargetListing out;
   // 1. Candidates: every path some reachable role that loads lists. A role
   //    that fails is recorded with the delegation that names it; what it
-  //    delegates further cannot be seen.
+  //    delegates further cannot be seen. At most max_listed_roles roles load:
+  //    the ones past it fail with Errc::too_many (remembered, so a search for
+  //    their paths meets the same failure and withholds them).
   std::set<std::string> candidates;
   struct Visit {
     std::string role;
     std::string parent;
-    const DelegatedRole* delegation;  // in the parent's loaded metadata; null for "targets"
+    std::optional<DelegatedRole> delegation;  // nullopt for "targets"
   };
-  std::vector<Visit> to_visit{{"targets", "root", nullptr}};
+  auto record = [&](const Visit& v, const Error& e) {
+    out.failed.push_back(
+        {v.role, v.parent,
+         v.delegation ? delegation_paths(*v.delegation) : std::vector<std::string>{}, e});
+  };
+  std::vector<Visit> to_visit;
+  to_visit.push_back({"targets", "root", std::nullopt});
   std::set<std::string> visited;
-  std::uint32_t budget = config_.max_delegations + 1;
-  while (budget > 0 && !to_visit.empty()) {
+  std::uint32_t budget = config_.max_listed_roles;
+  const std::string cap_reached =
+      "not loaded: a listing loads at most " + std::to_string(config_.max_listed_roles) + " roles";
+  while (!to_visit.empty()) {
     Visit v = std::move(to_visit.back());
     to_visit.pop_back();
     if (!visited.insert(v.role).second) continue;
-    --budget;
+    if (budget == 0 && !trusted_->targets(v.role)) {
+      const Error e{Errc::too_many, v.role + ": " + cap_reached};
+      failed_roles_.emplace(v.role, e);
+      record(v, e);
+      continue;
+    }
+    if (budget > 0) --budget;
     auto md = load_targets(v.role, v.parent);
     if (!md) {
       if (md.error().code == Errc::cancelled) return std::unexpected(md.error());
-      FailedRole failed{v.role, v.parent, {}, md.error()};
-      if (v.delegation && v.delegation->paths) failed.paths = *v.delegation->paths;
-      if (v.delegation && v.delegation->path_hash_prefixes) {
-        for (const auto& p : *v.delegation->path_hash_prefixes) failed.paths.push_back("hash:" + p);
-      }
-      out.failed.push_back(std::move(failed));
+      record(v, md.error());
       continue;
     }
     const Targets& t = (*md)->signed_;
     for (const auto& [path, _] : t.targets) candidates.insert(path);
-    if (t.delegations) {
+    if (!t.delegations) continue;
+    if (const auto& s = t.delegations->succinct_roles) {
+      // Every bin, lowest first, or none: a delegation of more bins than the
+      // listing may still load fails as a whole (its bins' paths withheld)
+      // rather than listing an arbitrary part of it.
+      if (s->bin_count() > budget) {
+        const Error e{Errc::too_many,
+                      v.role + ": " + std::to_string(s->bin_count()) + " hash bins " + cap_reached};
+        unlisted_bins_.insert_or_assign(v.role, e);
+        const auto last = static_cast<std::uint32_t>(s->bin_count() - 1);
+        out.failed.push_back({s->bin_name(0) + ".." + s->bin_name(last), v.role, {"hash:*"}, e});
+        continue;
+      }
+      for (std::uint64_t i = s->bin_count(); i-- > 0;) {
+        DelegatedRole bin = s->bin(static_cast<std::uint32_t>(i));
+        std::string name = bin.name;
+        to_visit.push_back({std::move(name), v.role, std::move(bin)});
+      }
+    } else {
       for (auto it = t.delegations->roles.rbegin(); it != t.delegations->roles.rend(); ++it) {
-        to_visit.push_back({it->name, v.role, &*it});
+        to_visit.push_back({it->name, v.role, *it});
       }
     }
   }

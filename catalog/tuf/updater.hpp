@@ -4,7 +4,15 @@
 // construction, and uses it for every expiry check. Trusted metadata is
 // persisted in `metadata_dir` under non-versioned names (root.json,
 // timestamp.json, snapshot.json, targets.json, <role>.json), each replaced
-// atomically once verified.
+// atomically once verified, and the root chain as <N>.root.json.
+//
+// Role names are data: a delegated role may be called "a/b", ".." or "é x%".
+// Wherever a name becomes a URL path segment or a file name it is quoted with
+// url_quote(name, false), as python-tuf's ngclient does (parse.quote(name, "")):
+// "<base>/<N>.a%2Fb.json", metadata_dir/"a%2Fb.json". The quoting is
+// injective and never yields "/", so no two roles share a file and none
+// leaves metadata_dir; a delegated role whose file would be a root chain file
+// ("7.root") fails to load (Errc::unsupported).
 #pragma once
 
 #include <cstdint>
@@ -51,19 +59,32 @@ struct UpdaterConfig {
   std::uint64_t max_snapshot_length = 2'000'000;
   std::uint64_t max_targets_length = 5'000'000;
   std::uint32_t max_root_rotations = 256;
+  // Roles one search for a target path visits besides top-level targets
+  // (python-tuf's max_delegations); a path found only further is not found.
   std::uint32_t max_delegations = 32;
+  // Roles list_targets() loads, top-level targets included. It needs every
+  // role, and a succinct_roles delegation is 2^bit_length of them (RSTUF's
+  // default: 256): the roles past this cap are reported failed (Errc::too_many),
+  // and a succinct delegation with more bins than the cap still leaves fails as
+  // a whole (FailedRole "<first bin>..<last bin>", paths {"hash:*"}).
+  std::uint32_t max_listed_roles = 4096;
 };
 
 // A delegated targets role that list_targets() could not load: unreachable,
-// refused by a TUF check (signature, expiry, version, hashes), or missing from
-// snapshot.
+// refused by a TUF check (signature, expiry, version, hashes), missing from
+// snapshot, or past UpdaterConfig::max_listed_roles (Errc::too_many).
 struct FailedRole {
   std::string name;
   std::string delegator;           // the role whose delegation names it
-  std::vector<std::string> paths;  // that delegation's "paths" (or "hash:<prefix>" per
-                                   // "path_hash_prefixes" entry)
+  std::vector<std::string> paths;  // delegation_paths() of the delegation naming it
   Error error;
 };
+
+// What a delegation is trusted for, as FailedRole shows it: its "paths", or
+// "hash:<prefix>" per "path_hash_prefixes" entry; for a hash bin,
+// "hash:<hex prefix>" when its bit length is a multiple of 4, else
+// "hash-bits:<binary prefix>".
+std::vector<std::string> delegation_paths(const DelegatedRole& d);
 
 // What list_targets() found: the targets it could resolve, and what it could not.
 struct TargetListing {
@@ -107,8 +128,9 @@ class Updater {
   // path whose search meets a failed role before any role lists it is withheld,
   // never resolved further: a role later in the search must not supply a target
   // for paths that a failed role was delegated first (else an attacker who
-  // breaks one role would hand its paths to a lower-priority one). Fails only
-  // when refresh() fails or on Errc::cancelled.
+  // breaks one role would hand its paths to a lower-priority one). The bins of
+  // a succinct_roles delegation are listed like other roles, lowest bin first.
+  // Fails only when refresh() fails or on Errc::cancelled.
   Result<TargetListing> list_targets();
 
   // After list_targets() (or any other search): the failed delegated role whose
@@ -186,10 +208,17 @@ class Updater {
   // Delegated roles that failed to load in this update, and why: asked only
   // once (each ask may cost every mirror's retries).
   std::map<std::string, Error> failed_roles_;
+  // Roles whose succinct_roles delegation list_targets() could not load whole
+  // (more bins than max_listed_roles left), and that error: every bin they
+  // delegate fails with it in this update.
+  std::map<std::string, Error> unlisted_bins_;
 };
 
-// Percent-encodes everything except unreserved characters (and '/' if
-// `keep_slash`), as the reference client does for file names and role URLs.
+// Percent-encodes every byte except the unreserved A-Z a-z 0-9 - . _ ~ (and '/'
+// if `keep_slash`) as %XX, upper-case hex; UTF-8 stays bytes. With keep_slash
+// false this is Python's urllib.parse.quote(s, safe=""), which python-tuf's
+// ngclient applies to role names in URLs and local file names and to target
+// paths in local file names.
 std::string url_quote(std::string_view s, bool keep_slash);
 
 }  // namespace catalog::tuf

@@ -5,6 +5,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
 
 #include <cstdarg>
 #include <cstring>
@@ -45,6 +46,15 @@ EPBROKERD_STUB1(void, EVP_PKEY_free, EVP_PKEY*)
 EPBROKERD_STUB1(int, EVP_PKEY_get_id, const EVP_PKEY*)
 EPBROKERD_STUB3(int, EVP_PKEY_get_raw_public_key, const EVP_PKEY*, unsigned char*, size_t*)
 EPBROKERD_STUB4(EVP_PKEY*, EVP_PKEY_new_raw_public_key, int, ENGINE*, const unsigned char*, size_t)
+// ECDSA P-256 and RSA public keys (catalog/crypto/public_key.cpp).
+EPBROKERD_STUB2(int, EVP_PKEY_CTX_set_rsa_padding, EVP_PKEY_CTX*, int)
+EPBROKERD_STUB2(int, EVP_PKEY_CTX_set_rsa_pss_saltlen, EVP_PKEY_CTX*, int)
+EPBROKERD_STUB1(int, EVP_PKEY_get_bits, const EVP_PKEY*)
+EPBROKERD_STUB3(int, EVP_PKEY_set_utf8_string_param, EVP_PKEY*, const char*, const char*)
+EPBROKERD_STUB4(EVP_PKEY*, PEM_read_bio_PUBKEY, BIO*, EVP_PKEY**, pem_password_cb*, void*)
+EPBROKERD_STUB2(int, PEM_write_bio_PUBKEY, BIO*, const EVP_PKEY*)
+EPBROKERD_STUB3(EVP_PKEY*, d2i_PUBKEY, EVP_PKEY**, const unsigned char**, long)
+EPBROKERD_STUB2(int, i2d_PUBKEY, const EVP_PKEY*, unsigned char**)
 
 // The variadic arguments depend on the key type (EVP_PKEY_Q_keygen(3)): "RSA"
 // takes the size in bits (size_t), "EC" the curve name; the others none.

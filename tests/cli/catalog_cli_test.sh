@@ -23,7 +23,7 @@ cd "$W"
 
 # --- help and usage -----------------------------------------------------------
 expect 0 "publish --help" -- "$PUBLISH" --help
-for c in init pack add remove timestamp rotate delegate verify; do
+for c in init pack add remove timestamp rotate delegate sign verify; do
   expect 0 "publish $c --help" -- "$PUBLISH" "$c" --help
   check "publish $c --help prints usage" -- grep -q "Usage: epbroker-publish $c" out.txt
 done
@@ -56,12 +56,12 @@ expect 0 "publish --version" -- "$PUBLISH" --version
 check "publish --version prints the version" -- test "$(cat out.txt)" = "epbroker-publish $VERSION"
 expect 0 "client --version" -- "$CLIENT" --version
 check "client --version prints the version" -- test "$(cat out.txt)" = "epbroker-tuf-client $VERSION"
-common=(--repo --keys --root-days --targets-days --snapshot-days --timestamp-days --help)
+common=(--repo --keys --key --root-days --targets-days --snapshot-days --timestamp-days --help)
 expect 0 "publish --help" -- "$PUBLISH" --help
-lists "publish --help" init pack add remove timestamp rotate delegate verify --version "Exit status"
+lists "publish --help" init pack add remove timestamp rotate delegate sign verify --version "Exit status"
 expect 0 "publish init --help" -- "$PUBLISH" init --help
 lists "publish init --help" "${common[@]}" --root-keys --root-threshold --no-consistent-snapshot \
-  "Creates N root keys"
+  --root-public-key --key-type "Creates N root keys"
 expect 0 "publish pack --help" -- "$PUBLISH" pack --help
 lists "publish pack --help" --dir --metadata --output --gzip "deterministic"
 expect 0 "publish add --help" -- "$PUBLISH" add --help
@@ -71,9 +71,12 @@ lists "publish remove --help" "${common[@]}" TARGET_PATH --role
 expect 0 "publish timestamp --help" -- "$PUBLISH" timestamp --help
 lists "publish timestamp --help" "${common[@]}" "fresh expiry"
 expect 0 "publish rotate --help" -- "$PUBLISH" rotate --help
-lists "publish rotate --help" "${common[@]}" ROLE --new-key "retired/"
+lists "publish rotate --help" "${common[@]}" ROLE --new-key --key-type "retired/" "sign root"
 expect 0 "publish delegate --help" -- "$PUBLISH" delegate --help
-lists "publish delegate --help" "${common[@]}" ROLE --paths --key --terminating "shell wildcards"
+lists "publish delegate --help" "${common[@]}" ROLE --paths --public-key --key-type --terminating \
+  "shell wildcards"
+expect 0 "publish sign --help" -- "$PUBLISH" sign --help
+lists "publish sign --help" "${common[@]}" ROLE "staged/ROLE.json" "threshold"
 expect 0 "publish verify --help" -- "$PUBLISH" verify --help
 lists "publish verify --help" --repo --root "re-hashes every target"
 expect 0 "client --help" -- "$CLIENT" --help

@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "catalog/crypto/ed25519.hpp"
+#include "catalog/crypto/signing_key.hpp"
 #include "catalog/tuf/metadata.hpp"
 
 namespace epbroker_fuzz {

@@ -10,8 +10,9 @@ makes python-tuf's download fail. Every package is published at a target path
 whose first segment is its name ("NAME/...", the name binding of
 catalog/name_binding.hpp); the delegated role is trusted for "vendor-ep/*".
 
-Runs three times: with the default 1-of-1 root key, with --root-keys 3
---root-threshold 2, and with --no-consistent-snapshot.
+Runs five times: with the default 1-of-1 Ed25519 root key, with --root-keys 3
+--root-threshold 2, with --no-consistent-snapshot, with ECDSA P-256 keys
+(--key-type ecdsa) and with RSA keys 2 of 3 (--key-type rsa).
 
 Usage: python_client_reads_epbroker_repo.py [--publish PATH]
        (default: $EPBROKER_PUBLISH)
@@ -372,6 +373,10 @@ def main():
         scenario(args.publish, [], "1 of 1")
         scenario(args.publish, ["--root-keys", "3", "--root-threshold", "2"], "2 of 3")
         scenario(args.publish, ["--no-consistent-snapshot"], "no consistent snapshots")
+        # Keys of the other types securesystemslib verifies (issue 19).
+        scenario(args.publish, ["--key-type", "ecdsa"], "ECDSA P-256 keys")
+        scenario(args.publish, ["--key-type", "rsa", "--root-keys", "3", "--root-threshold", "2"],
+                 "RSA (rsassa-pss-sha256) keys, 2 of 3")
     except Failure as e:
         print(f"FAIL: {e}")
         return 1

@@ -18,8 +18,8 @@
 
 #include "catalog/atomic_file.hpp"
 #include "catalog/canonical_json.hpp"
-#include "catalog/crypto/ed25519.hpp"
 #include "catalog/crypto/hash.hpp"
+#include "catalog/crypto/signing_key.hpp"
 #include "catalog/tuf/dir_fetcher.hpp"
 #include "catalog/tuf/repository.hpp"
 #include "catalog/tuf/updater.hpp"

@@ -25,9 +25,10 @@ class BrokerTest : public ::testing::Test {
     catalog_.reset();
   }
 
-  // Starts the bus (and the catalog when `with_catalog`); the daemon is not running.
+  // Starts the bus (and the catalog when `with_catalog`, unless the test made
+  // its own in catalog_); the daemon is not running.
   void start(PrivateBusOptions options = {}, bool with_catalog = true) {
-    if (with_catalog) catalog_ = std::make_unique<TestCatalog>();
+    if (with_catalog && !catalog_) catalog_ = std::make_unique<TestCatalog>();
     bus_ = std::make_unique<PrivateBus>(std::move(options));
     if (catalog_) catalog_->add_to(*bus_);
     conn_ = bus_->connect();

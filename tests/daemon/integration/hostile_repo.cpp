@@ -11,8 +11,8 @@
 #include <stdexcept>
 
 #include "catalog/atomic_file.hpp"
-#include "catalog/crypto/ed25519.hpp"
 #include "catalog/crypto/hash.hpp"
+#include "catalog/crypto/signing_key.hpp"
 #include "catalog/ep_metadata.hpp"
 #include "catalog/package/pack.hpp"
 

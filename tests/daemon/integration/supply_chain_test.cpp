@@ -15,8 +15,8 @@
 #include <functional>
 
 #include "catalog/canonical_json.hpp"
-#include "catalog/crypto/ed25519.hpp"
 #include "catalog/crypto/hash.hpp"
+#include "catalog/crypto/signing_key.hpp"
 #include "tests/daemon/integration/attack_fixture.hpp"
 
 namespace tests::daemon {

@@ -66,7 +66,7 @@ fs::path source_dir() { return EPBROKER_INTEGRATION_SOURCE_DIR; }
 
 }  // namespace
 
-TestCatalog::TestCatalog() {
+TestCatalog::TestCatalog(catalog::crypto::KeyType keys) {
   using std::chrono::floor;
   using std::chrono::seconds;
   using std::chrono::system_clock;
@@ -74,7 +74,7 @@ TestCatalog::TestCatalog() {
   const fs::path work = tmp_ / "work";
   fs::create_directories(work);
 
-  repo_ = ok_or_throw(catalog::tuf::Repository::create(now), "create repository");
+  repo_ = ok_or_throw(catalog::tuf::Repository::create(now, 1, 1, true, keys), "create repository");
   auto add = [&](const catalog::EpMetadata& meta, const fs::path& package, const fs::path& dir) {
     add_target(meta, package);
     targets_[meta.name] = versions_.at({meta.name, meta.version.text});

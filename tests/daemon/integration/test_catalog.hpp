@@ -49,8 +49,9 @@ struct CatalogTarget {
 
 class TestCatalog {
  public:
-  // Packs, signs, publishes and serves (throws std::runtime_error on failure).
-  TestCatalog();
+  // Packs, signs (every role with keys of `keys`), publishes and serves
+  // (throws std::runtime_error on failure).
+  explicit TestCatalog(catalog::crypto::KeyType keys = catalog::crypto::KeyType::ed25519);
 
   std::string metadata_url() const { return server_->url("metadata/"); }
   std::string targets_url() const { return server_->url("targets/"); }
