@@ -6,6 +6,8 @@
 #include <openssl/x509.h>
 
 #include <array>
+#include <map>
+#include <mutex>
 
 namespace catalog::crypto::detail {
 namespace {
@@ -66,12 +68,29 @@ std::string bio_contents(BIO* bio) {
 }
 
 Result<PkeyPtr> pkey_from_spki(std::string_view der) {
+  // OpenSSL 3.0 decodes a SubjectPublicKeyInfo in about a millisecond (its
+  // decoder framework), several times what a verification costs, and a
+  // refresh checks the same few keys over and over. Decoded keys are kept by
+  // their DER (at most kCached; then the cache starts over): an EVP_PKEY is
+  // reference counted and may verify in several threads at once.
+  constexpr std::size_t kCached = 256;
+  static std::mutex mutex;
+  static std::map<std::string, EVP_PKEY*, std::less<>> cache;
+  std::lock_guard lock(mutex);
+  if (auto it = cache.find(der); it != cache.end() && EVP_PKEY_up_ref(it->second) == 1) {
+    return PkeyPtr(it->second);
+  }
   const unsigned char* p = as_uchar(der);
   PkeyPtr pkey(d2i_PUBKEY(nullptr, &p, static_cast<long>(der.size())));
   if (!pkey || p != as_uchar(der) + der.size()) {
     ERR_clear_error();
     return fail(Errc::malformed, "not a DER SubjectPublicKeyInfo");
   }
+  if (cache.size() >= kCached) {
+    for (auto& [_, cached] : cache) EVP_PKEY_free(cached);
+    cache.clear();
+  }
+  if (EVP_PKEY_up_ref(pkey.get()) == 1) cache.emplace(std::string(der), pkey.get());
   return pkey;
 }
 

@@ -3,6 +3,8 @@
 #include <openssl/err.h>
 #include <openssl/pem.h>
 
+#include <map>
+#include <mutex>
 #include <span>
 
 #include "catalog/crypto/evp_key.hpp"
@@ -94,6 +96,26 @@ Result<std::string> PublicKey::pem() const {
 
 Result<PublicKey> PublicKey::from_pem(std::string_view pem) {
   if (pem.size() > 64 * 1024) return fail(Errc::malformed, "PEM too large");
+  // Keys in metadata are read again for every signature and identity check;
+  // decoding costs about a millisecond (OpenSSL 3.0), so what decoded is kept
+  // (at most kCached texts; then the cache starts over).
+  constexpr std::size_t kCached = 256;
+  static std::mutex mutex;
+  static std::map<std::string, PublicKey, std::less<>> cache;
+  {
+    std::lock_guard lock(mutex);
+    if (auto it = cache.find(pem); it != cache.end()) return it->second;
+  }
+  auto key = decode_pem(pem);
+  if (key) {
+    std::lock_guard lock(mutex);
+    if (cache.size() >= kCached) cache.clear();
+    cache.emplace(std::string(pem), *key);
+  }
+  return key;
+}
+
+Result<PublicKey> PublicKey::decode_pem(std::string_view pem) {
   detail::BioPtr bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())));
   if (!bio) return fail(Errc::crypto, detail::openssl_error());
   detail::PkeyPtr pkey(PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr));

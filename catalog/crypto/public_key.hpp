@@ -56,6 +56,10 @@ struct PublicKey {
   static Result<PublicKey> from_hex(KeyType type, std::string_view hex);
   // As from_hex, from the bytes themselves.
   static Result<PublicKey> from_bytes(KeyType type, std::string_view bytes);
+
+ private:
+  // from_pem without its cache of decoded texts.
+  static Result<PublicKey> decode_pem(std::string_view pem);
 };
 
 // True only when `signature` is valid for `message` under `key` with `scheme`;

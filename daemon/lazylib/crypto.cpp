@@ -55,6 +55,7 @@ EPBROKERD_STUB4(EVP_PKEY*, PEM_read_bio_PUBKEY, BIO*, EVP_PKEY**, pem_password_c
 EPBROKERD_STUB2(int, PEM_write_bio_PUBKEY, BIO*, const EVP_PKEY*)
 EPBROKERD_STUB3(EVP_PKEY*, d2i_PUBKEY, EVP_PKEY**, const unsigned char**, long)
 EPBROKERD_STUB2(int, i2d_PUBKEY, const EVP_PKEY*, unsigned char**)
+EPBROKERD_STUB1(int, EVP_PKEY_up_ref, EVP_PKEY*)
 
 // The variadic arguments depend on the key type (EVP_PKEY_Q_keygen(3)): "RSA"
 // takes the size in bits (size_t), "EC" the curve name; the others none.
