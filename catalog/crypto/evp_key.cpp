@@ -73,9 +73,11 @@ Result<PkeyPtr> pkey_from_spki(std::string_view der) {
   // refresh checks the same few keys over and over. Decoded keys are kept by
   // their DER (at most kCached; then the cache starts over): an EVP_PKEY is
   // reference counted and may verify in several threads at once.
+  // The cache is never destroyed: at exit its keys stay referenced (not
+  // leaks) and are not freed after OpenSSL's own clean-up.
   constexpr std::size_t kCached = 256;
   static std::mutex mutex;
-  static std::map<std::string, EVP_PKEY*, std::less<>> cache;
+  static auto& cache = *new std::map<std::string, EVP_PKEY*, std::less<>>;
   std::lock_guard lock(mutex);
   if (auto it = cache.find(der); it != cache.end() && EVP_PKEY_up_ref(it->second) == 1) {
     return PkeyPtr(it->second);
