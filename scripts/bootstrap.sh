@@ -6,7 +6,8 @@
 #   $EPBROKER_CACHE            (default ~/.cache/epbroker)
 #     dl/                      pinned npm tarballs and wheels (SHA-256 checked)
 #     onnxruntime/             include/ (1.29 headers), lib/ (1.30 lib), lib-1.29/, VERSION
-#     venv/                    python-tuf for the interop tests
+#     venv/                    python-tuf (interop tests), onnxruntime and pytest (tests/python)
+#     wheels/                  the pinned wheels of scripts/requirements-python.txt
 #     ep-packages/NAME/stage/  vendor EP packages staged by ep-packages/NAME/recipe.sh
 #     models/magika/           the demo's model (scripts/demo/fetch-model.sh)
 #     env.sh                   exports EPBROKER_CACHE, EPBROKER_ORT_ROOT, EPBROKER_PYTHON
@@ -62,6 +63,8 @@ PACKAGES=(
   # scripts/build-debs.sh and tests/system/booted_test.sh: the Debian packages,
   # lintian, and a debootstrapped bookworm booted with systemd-nspawn.
   debhelper lintian debootstrap systemd-container bash-completion
+  # debian/: python3-epbroker (dh_python3 byte-compiles it and computes its Depends).
+  dh-python
   # tests/cli/publish_signers_test.sh: a PKCS#11 token for epbroker-publish --key
   # pkcs11:... (pkcs11-provider itself comes from bookworm-backports, below).
   softhsm2
@@ -189,21 +192,32 @@ else
   mv "$out" "$ORT_ROOT"
 fi
 
-# --- 4. Python venv with python-tuf ----------------------------------------------
+# --- 4. Python venv: python-tuf, ONNX Runtime's wheel, pytest ----------------------
+# The wheels of requirements-python.txt are kept in $CACHE/wheels too, so that the
+# Python package's wheel test can install onnxruntime into a plain venv offline.
 REQ="$REPO_ROOT/scripts/requirements-interop.txt"
-[[ -f $REQ ]] || die "$REQ not found"
-PY_STAMP="req=$(sha256_of "$REQ") python=$(/usr/bin/python3 -c 'import sys; print(sys.version.split()[0])')"
-venv_ok() { "$VENV/bin/python" -c 'import tuf.ngclient, securesystemslib.signer' 2>/dev/null; }
+REQ_PY="$REPO_ROOT/scripts/requirements-python.txt"
+WHEELS="$CACHE/wheels"
+[[ -f $REQ && -f $REQ_PY ]] || die "$REQ or $REQ_PY not found"
+PY_STAMP="req=$(sha256_of "$REQ") req-python=$(sha256_of "$REQ_PY") python=$(/usr/bin/python3 -c 'import sys; print(sys.version.split()[0])')"
+venv_ok() {
+  "$VENV/bin/python" -c 'import tuf.ngclient, securesystemslib.signer, onnxruntime, pytest, wheel' 2>/dev/null
+}
 if [[ -f $VENV/.stamp && "$(<"$VENV/.stamp")" == "$PY_STAMP" ]] && venv_ok; then
   log "venv: $VENV up to date"
 else
   log "venv: creating $VENV"
   rm -rf "$VENV"
   /usr/bin/python3 -m venv "$VENV"
-  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --no-input \
-    --require-hashes --no-deps --only-binary=:all: -r "$REQ" ||
+  pip_q=(--quiet --disable-pip-version-check --no-input --require-hashes --no-deps --only-binary=:all:)
+  "$VENV/bin/python" -m pip install "${pip_q[@]}" -r "$REQ" ||
     die "pip install failed (the pinned wheels are for CPython 3.11 on x86_64 Linux)"
-  venv_ok || die "venv check failed: cannot import tuf.ngclient, securesystemslib.signer"
+  mkdir -p "$WHEELS"
+  "$VENV/bin/python" -m pip download "${pip_q[@]}" -d "$WHEELS" -r "$REQ_PY" ||
+    die "pip download failed (the pinned wheels are for CPython 3.11 on x86_64 Linux)"
+  "$VENV/bin/python" -m pip install "${pip_q[@]}" --no-index --find-links "$WHEELS" -r "$REQ_PY" ||
+    die "pip install of $REQ_PY from $WHEELS failed"
+  venv_ok || die "venv check failed: cannot import tuf, securesystemslib, onnxruntime, pytest, wheel"
   echo "$PY_STAMP" >"$VENV/.stamp" # written last: marks a complete venv
 fi
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The full check, as CI runs it (.ci/run): bootstrap the machine, configure and build
-# build/ with warnings as errors, check formatting, run the whole test suite, a
+# build/ with warnings as errors, check formatting, run the whole test suite, the
+# Python package's pytest suite, a
 # libFuzzer smoke, the Debian packages tested on a booted system, then the whole
 # suite again under ASan+UBSan (scripts/test-asan.sh).
 # Exits non-zero on the first failure.
@@ -32,6 +33,12 @@ echo "==> format"
 
 echo "==> test"
 ctest --test-dir build --output-on-failure -j2 --timeout 600
+
+# The Python package (python/) under pytest, with the real onnxruntime wheel, against
+# a private bus and daemon of build/ (tests/python/run: pytest's summary line; "no
+# tests collected" fails).
+echo "==> python"
+tests/python/run build
 
 # libFuzzer smoke: each target of tests/fuzz for 20 s from its seeds, built in
 # build-fuzz/ with clang (ASan+UBSan); fails on any crash, leak, timeout or broken

@@ -21,6 +21,11 @@
 // Intel CPU it would list OpenVINO as incompatible. There, ORT's OpenVINO EP then
 // offers no device and the CPU EP runs the model; the install and registration
 // work is the same.
+// Python app, interleaved with it (tests/bench/python_app.py, the Python package over
+// libepbroker's C API, on a fresh bus and empty store of its own): activation,
+// refresh, ensure_and_register(providers=["openvino"]), InferenceSession, first
+// run, timed from spawn to exit (cold); then the same app again on that store
+// (warm: ensure_and_register with nothing to install).
 // Pip side, interleaved with it: tests/bench/pip_side.py run (venv creation,
 // reported apart; pip install --no-index --find-links; python -c first inference
 // on the same model file, each a process timed from spawn to exit).
@@ -187,6 +192,36 @@ void broker_side(const tests::bench::ServedCatalog& catalog, const fs::path& mod
   disk->store = disk_use(bus.store_dir());
 }
 
+// The Python app (python_app.py) cold on a fresh bus and empty store, then warm.
+void python_side(const tests::bench::ServedCatalog& catalog, const fs::path& model, Samples& s) {
+  tests::daemon::PrivateBusOptions options;
+  const fs::path machine = source_dir() / "tests/data/sysfs/intel-laptop";
+  options.sysfs_root = machine / "sys";
+  options.procfs_root = machine / "proc";
+  tests::daemon::PrivateBus bus(options);
+  catalog.add_to(bus);
+  for (const char* mode : {"cold", "warm"}) {
+    const auto t0 = Clock::now();
+    const auto r = tests::daemon::run_command(
+        {"/usr/bin/env", "PYTHONPATH=" + (source_dir() / "python/src").string(),
+         std::string("LD_LIBRARY_PATH=") + EPBROKER_BENCH_LIB_DIR, EPBROKER_BENCH_PYTHON,
+         (source_dir() / "tests/bench/python_app.py").string(), mode, bus.address(),
+         model.string()},
+        300s);
+    const double wall = ms_since(t0);
+    if (r.exit_code != 0) {
+      throw std::runtime_error(std::string("python_app.py ") + mode + " failed (" +
+                               std::to_string(r.exit_code) + "):\n" + r.out + r.err +
+                               "\n---- bus.log ----\n" + bus.log());
+    }
+    const json j = last_json_line(r.out, "python_app.py");
+    s.add(std::string(mode) + "_wall", wall);
+    for (const auto& [k, v] : j.items()) {
+      if (v.is_number()) s.add(std::string(mode) + "_" + k, v.get<double>());
+    }
+  }
+}
+
 struct Venv {
   std::uint64_t onnxruntime = 0, openvino = 0, site_packages = 0, venv = 0;
   std::string python, ort_version;
@@ -249,7 +284,8 @@ void install_phases(const Samples& b) {
   if (!line.empty()) std::printf("      (%s)\n", line.c_str());
 }
 
-void report(const Samples& b, const Samples& p, const Disk& d, const Venv& v, int repeat) {
+void report(const Samples& b, const Samples& py, const Samples& p, const Disk& d, const Venv& v,
+            int repeat) {
   std::printf("\nmedian of %d; broker side: one app process, spawn to exit\n", repeat);
   const double ours = b.median("wall");
   std::printf("  %-58s %8.0f ms\n", "total (app process)", ours);
@@ -271,6 +307,19 @@ void report(const Samples& b, const Samples& p, const Disk& d, const Venv& v, in
   std::printf("  downloaded %.1f MB; ORT %s in the app\n",
               mb(static_cast<std::uint64_t>(b.median("downloaded_bytes"))),
               OrtGetApiBase()->GetVersionString());
+  std::printf("Python app (the epbroker package, python_app.py), spawn to exit:\n");
+  std::printf("  %-58s %8.0f ms\n", "cold: total (nothing installed -> first inference)",
+              py.median("cold_wall"));
+  std::printf(
+      "    import %.0f ms, activation %.0f ms, refresh %.0f ms, ensure_and_register %.0f ms, "
+      "session %.0f ms, run %.0f ms\n",
+      py.median("cold_import_ms"), py.median("cold_activation_ms"), py.median("cold_refresh_ms"),
+      py.median("cold_ensure_and_register_ms"), py.median("cold_session_ms"),
+      py.median("cold_run_ms"));
+  std::printf("  %-58s %8.0f ms\n", "warm: total (the store holds openvino)",
+              py.median("warm_wall"));
+  std::printf("    ensure_and_register (warm: lease + register, nothing to install) %.1f ms\n",
+              py.median("warm_ensure_and_register_ms"));
   std::printf("pip side (Python %s, onnxruntime %s), each a process:\n", v.python.c_str(),
               v.ort_version.c_str());
   std::printf("  %-58s %8.0f ms\n", "venv creation (python -m venv; apart)", p.median("venv_s"));
@@ -287,6 +336,8 @@ void report(const Samples& b, const Samples& p, const Disk& d, const Venv& v, in
       "ratio (pip install + first inference) / broker: %.1fx  [goal >= 3x]; "
       "with venv creation: %.1fx\n",
       theirs / ours, (theirs + p.median("venv_s")) / ours);
+  std::printf("ratio (pip install + first inference) / Python app cold: %.1fx\n",
+              theirs / py.median("cold_wall"));
   std::printf(
       "OpenVINO devices offered by ORT on this host: broker %.0f, python %d "
       "(python session providers: ",
@@ -352,21 +403,22 @@ int orchestrate(const fs::path& wheels, int repeat, const std::string& python) {
   const tests::bench::ServedCatalog catalog(
       {{source_dir() / "ep-packages/openvino/ep.json", EPBROKER_OPENVINO_PACKAGE},
        {source_dir() / "ep-packages/onnxruntime/ep.json", EPBROKER_ORT_RUNTIME_PACKAGE}});
-  Samples broker, pip;
+  Samples broker, python_app, pip;
   Disk disk;
   Venv venv;
   for (int i = 0; i < repeat; ++i) {
     broker_side(catalog, model, broker, i == 0 ? &disk : nullptr);
+    python_side(catalog, model, python_app);
     pip_side(wheels, model, python, pip, venv);
     std::printf(
-        "run %d/%d: broker %.0f ms; pip install + first inference %.0f ms (+ venv %.0f "
-        "ms)\n",
-        i + 1, repeat, broker.values["wall"].back(),
+        "run %d/%d: broker %.0f ms; Python app %.0f ms; pip install + first inference %.0f "
+        "ms (+ venv %.0f ms)\n",
+        i + 1, repeat, broker.values["wall"].back(), python_app.values["cold_wall"].back(),
         pip.values["pip_install_s"].back() + pip.values["first_inference_s"].back(),
         pip.values["venv_s"].back());
     std::fflush(stdout);
   }
-  report(broker, pip, disk, venv, repeat);
+  report(broker, python_app, pip, disk, venv, repeat);
   return 0;
 }
 

@@ -35,6 +35,12 @@ check "the daemon is installed under the prefix" test -x "$W/root$P/libexec/epbr
 check "the commit helper is installed under the prefix" test -x "$W/root$P/libexec/epbroker/epbroker-commit"
 check "epbrokerd.service starts the prefix's daemon" \
   grep -qx "ExecStart=$P/libexec/epbroker/epbrokerd" "$W/root$UNITDIR/epbrokerd.service"
+check "the C API header is installed with the C++ headers" test -f "$W/root$P/include/epbroker/epbroker.h"
+check "the Python package is installed where Debian's python3 looks, under the prefix" \
+  test -f "$W/root$P/lib/python3/dist-packages/epbroker/__init__.py" -a \
+  -f "$W/root$P/lib/python3/dist-packages/epbroker/py.typed"
+check "no byte-compiled Python is installed (dh_python3 compiles at package install)" \
+  bash -c "! find '$W/root$P/lib/python3' -name '*.pyc' | grep -q ."
 check "epbroker-commit@.service starts the prefix's helper" \
   grep -qx "ExecStart=$P/libexec/epbroker/epbroker-commit" "$W/root$UNITDIR/epbroker-commit@.service"
 check "no unit names another libexec directory" \

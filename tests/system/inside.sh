@@ -117,6 +117,32 @@ check "(c) bob's message says what to do (the action, a polkit rule or root)" \
 check "(c) bob's refusal changed nothing: slow-ep is not installing or installed" \
   bash -c "[[ \$(state_of slow-ep) == available ]]"
 
+# ---- (c) the same from Python: python3-epbroker with the distribution's python3 ----------------------
+# The system bus, D-Bus activation and real polkitd, through libepbroker's C API.
+check "(c) python3-epbroker: bob sees test-ep ready from python3 (import epbroker)" \
+  runuser -u bob -- python3 -c '
+import epbroker
+ready = [p.name for p in epbroker.Client().providers() if p.state == "ready"]
+print(ready)
+assert "test-ep" in ready, ready'
+check "(c) python3-epbroker: bob's install is refused by polkit as epbroker.NotAuthorized" \
+  runuser -u bob -- python3 -c '
+import epbroker
+try:
+    epbroker.Client().ensure_ready("slow-ep")
+except epbroker.NotAuthorized as e:
+    print(e)
+else:
+    raise SystemExit("ensure_ready(slow-ep) was not refused")'
+check "(c) python3-epbroker: alice's session leases test-ep's library in the store" \
+  runuser -u alice -- python3 -c '
+import os, epbroker
+with epbroker.Client().request_session(providers=["test-ep"]) as s:
+    paths = [p.library_path for p in s.ready_providers]
+    print(s.path, paths)
+    assert len(paths) == 1 and paths[0].startswith("/var/lib/epbroker/store/"), paths
+    assert os.path.isfile(paths[0]), paths'
+
 # ---- (d) idle exit, and activation again ------------------------------------------------------------
 first_pid=$(main_pid)
 check "(d) the daemon exits when idle (idle_timeout_sec = 4)" poll 60 daemon_inactive

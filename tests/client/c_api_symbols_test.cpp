@@ -1,0 +1,156 @@
+// libepbroker's exported symbols (client/libepbroker.map): every function
+// <epbroker/epbroker.h> declares, and every C++ symbol libepbroker.so.0 exported before
+// the C API existed, are exported with version EPBROKER_0.1; nothing else is exported
+// (no sdbus-c++, spdlog or standard-library symbol).
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+
+namespace {
+
+constexpr const char* kVersion = "EPBROKER_0.1";
+
+// The C++ ABI of libepbroker.so.0 before the C API (nm -D of that build, less the
+// standard library's template instances it exported by accident): mangled names.
+constexpr const char* kCxxSymbols[] = {
+    "_ZN8epbroker11CancelTokenC1Ev",
+    "_ZN8epbroker11CancelTokenC2Ev",
+    "_ZN8epbroker12parse_policyESt17basic_string_viewIcSt11char_traitsIcEE",
+    "_ZN8epbroker5ErrorC1ENS_4ErrcENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES7_",
+    "_ZN8epbroker5ErrorC2ENS_4ErrcENSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEES7_",
+    "_ZN8epbroker6Client12ensure_readyERKNSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEERKSt8functionIFvRKNS_8ProgressEEERKNS_11CancelTokenE",
+    "_ZN8epbroker6Client12reset_remoteERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    "_ZN8epbroker6Client15request_sessionERKNS_14SessionOptionsE",
+    "_ZN8epbroker6Client2gcEv",
+    "_ZN8epbroker6Client4holdERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    "_ZN8epbroker6Client6removeERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    "_ZN8epbroker6Client6removeERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEb",
+    "_ZN8epbroker6Client6statusEv",
+    "_ZN8epbroker6Client6unholdERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    "_ZN8epbroker6Client6updateERKSt6vectorINSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEESaIS7_EEbRKSt8functionIFvRKNS_8ProgressEEERKNS_11CancelTokenE",
+    "_ZN8epbroker6Client6verifyERKSt8functionIFvRKNS_8ProgressEEERKNS_11CancelTokenE",
+    "_ZN8epbroker6Client6verifyEv",
+    "_ZN8epbroker6Client7devicesEv",
+    "_ZN8epbroker6Client7historyERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    "_ZN8epbroker6Client7installERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEERKNS_"
+    "14InstallOptionsERKSt8functionIFvRKNS_8ProgressEEERKNS_11CancelTokenE",
+    "_ZN8epbroker6Client7refreshERKSt8functionIFvRKNS_8ProgressEEERKNS_11CancelTokenE",
+    "_ZN8epbroker6Client8rollbackERKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEE",
+    "_ZN8epbroker6Client9providersEv",
+    "_ZN8epbroker6ClientC1ENS_13ClientOptionsE",
+    "_ZN8epbroker6ClientC1EOS0_",
+    "_ZN8epbroker6ClientC2ENS_13ClientOptionsE",
+    "_ZN8epbroker6ClientC2EOS0_",
+    "_ZN8epbroker6ClientD1Ev",
+    "_ZN8epbroker6ClientD2Ev",
+    "_ZN8epbroker6ClientaSEOS0_",
+    "_ZN8epbroker7Session7releaseEv",
+    "_ZN8epbroker7SessionC1EOS0_",
+    "_ZN8epbroker7SessionC1ESt10shared_ptrINS_6detail10ConnectionEENSt7__cxx1112basic_"
+    "stringIcSt11char_traitsIcESaIcEEESt6vectorINS_8ProviderESaISC_EE",
+    "_ZN8epbroker7SessionC1Ev",
+    "_ZN8epbroker7SessionC2EOS0_",
+    "_ZN8epbroker7SessionC2ESt10shared_ptrINS_6detail10ConnectionEENSt7__cxx1112basic_"
+    "stringIcSt11char_traitsIcESaIcEEESt6vectorINS_8ProviderESaISC_EE",
+    "_ZN8epbroker7SessionC2Ev",
+    "_ZN8epbroker7SessionD1Ev",
+    "_ZN8epbroker7SessionD2Ev",
+    "_ZN8epbroker7SessionaSEOS0_",
+    "_ZN8epbroker8is_finalENS_8JobStateE",
+    "_ZN8epbroker9errc_nameENS_4ErrcE",
+    "_ZN8epbroker9to_stringENS_13ProviderStateE",
+    "_ZN8epbroker9to_stringENS_6PolicyE",
+    "_ZN8epbroker9to_stringENS_8JobStateE",
+    "_ZNK8epbroker11CancelToken6cancelEv",
+    "_ZNK8epbroker11CancelToken9cancelledEv",
+    "_ZNK8epbroker6Client11bus_addressB5cxx11Ev",
+    "_ZNK8epbroker7Session15ready_providersEv",
+    "_ZTIN8epbroker5ErrorE",
+    "_ZTSN8epbroker5ErrorE",
+    "_ZTVN8epbroker5ErrorE",
+};
+
+// The functions the C header declares.
+std::set<std::string> header_functions() {
+  std::ifstream in(EPBROKER_C_HEADER);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string header = text.str();
+  std::set<std::string> out;
+  const std::regex declaration(R"(EPBROKER_C_API[^;(]*?\b(epbroker_[a-z0-9_]+)\()");
+  for (std::sregex_iterator it(header.begin(), header.end(), declaration), end; it != end; ++it) {
+    out.insert((*it)[1]);
+  }
+  return out;
+}
+
+class Library {
+ public:
+  Library() : handle_(dlopen(EPBROKER_LIBRARY_PATH, RTLD_NOW | RTLD_LOCAL)) {}
+  ~Library() {
+    if (handle_) dlclose(handle_);
+  }
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+  void* handle() const { return handle_; }
+
+ private:
+  void* handle_;
+};
+
+TEST(CApiSymbols, EveryHeaderFunctionIsExportedWithItsVersion) {
+  Library lib;
+  ASSERT_NE(lib.handle(), nullptr) << dlerror();
+  const auto functions = header_functions();
+  EXPECT_GE(functions.size(), 130U) << "the header was not parsed";
+  for (const auto& f : functions) {
+    EXPECT_NE(dlvsym(lib.handle(), f.c_str(), kVersion), nullptr) << f << "@" << kVersion;
+  }
+}
+
+TEST(CApiSymbols, TheCxxAbiIsKeptWithItsVersion) {
+  Library lib;
+  ASSERT_NE(lib.handle(), nullptr) << dlerror();
+  for (const char* symbol : kCxxSymbols) {
+    EXPECT_NE(dlvsym(lib.handle(), symbol, kVersion), nullptr) << symbol << "@" << kVersion;
+  }
+}
+
+TEST(CApiSymbols, NothingElseIsExported) {
+  const std::string command =
+      std::string("nm -D --defined-only --with-symbol-versions -C '") + EPBROKER_LIBRARY_PATH + "'";
+  std::unique_ptr<FILE, decltype(&pclose)> nm(popen(command.c_str(), "r"), &pclose);
+  ASSERT_NE(nm, nullptr);
+  const std::regex ours(
+      R"(^(epbroker_[a-z0-9_]+|epbroker::.*|(typeinfo|typeinfo name|vtable) for epbroker::.*)$)");
+  std::size_t count = 0;
+  char line[4096];
+  while (std::fgets(line, sizeof line, nm.get())) {
+    std::string l(line);
+    if (!l.empty() && l.back() == '\n') l.pop_back();
+    // "ADDRESS TYPE NAME@@VERSION"
+    const auto type_at = l.find(' ');
+    ASSERT_NE(type_at, std::string::npos) << l;
+    std::string name = l.substr(type_at + 3);
+    // The version's own (absolute) symbol, as nm prints it with or without a version.
+    if (name == kVersion || name == std::string(kVersion) + "@@" + kVersion) continue;
+    const auto at = name.rfind("@@");
+    ASSERT_NE(at, std::string::npos) << "unversioned: " << l;
+    EXPECT_EQ(name.substr(at + 2), kVersion) << l;
+    name.resize(at);
+    EXPECT_TRUE(std::regex_match(name, ours)) << "exported by accident: " << l;
+    ++count;
+  }
+  EXPECT_GE(count, std::size(kCxxSymbols) + 130) << "nm listed too little";
+}
+
+}  // namespace
