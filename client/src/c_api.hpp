@@ -86,6 +86,10 @@ struct epbroker_session {
   epbroker::Session session;
   // A copy of session.providers(): still readable after release (which empties those).
   std::vector<epbroker_provider> providers;
+  // A copy of session.path(), which release() frees: epbroker_session_path()'s string
+  // must stay valid until the handle is freed. Cleared (not freed) by release.
+  std::string path;
+  bool released = false;
 };
 
 // The lists: a vector of handles.

@@ -1,4 +1,6 @@
 // The C API's sessions (leases) and their options.
+#include <pthread.h>
+
 #include <memory>
 
 #include "client/src/c_api.hpp"
@@ -62,12 +64,15 @@ epbroker_status epbroker_request_session(epbroker_client* client,
     const auto& granted = session->session.providers();
     session->providers.reserve(granted.size());
     for (const auto& p : granted) session->providers.emplace_back(p);
+    session->path = session->session.path();
     *out = session.release();
   });
 }
 
 const char* epbroker_session_path(const epbroker_session* s) {
-  return s ? s->session.path().c_str() : "";
+  // The handle's own copy: Session::release() frees its path, and a string returned
+  // before the release must stay readable until epbroker_session_free().
+  return s && !s->released ? s->path.c_str() : "";
 }
 
 size_t epbroker_session_provider_count(const epbroker_session* s) {
@@ -81,12 +86,20 @@ const epbroker_provider* epbroker_session_provider(const epbroker_session* s, si
 epbroker_status epbroker_session_release(epbroker_session* s) {
   return guard(__func__, [&] {
     require(s, "session");
+    s->released = true;    // the path reads "" from now on; its storage stays
     s->session.release();  // empty afterwards even when it throws
   });
 }
 
 void epbroker_session_free(epbroker_session* s) {
+  // ~Session releases over the bus (poll() is a cancellation point) and swallows every
+  // exception, a thread cancellation's forced unwind included, after which glibc
+  // aborts: the release runs with cancellation disabled, and the thread's own state
+  // comes back afterwards.
+  int previous = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &previous);
   delete s;  // ~Session releases, ignoring errors
+  pthread_setcancelstate(previous, nullptr);
 }
 
 }  // extern "C"

@@ -195,7 +195,11 @@ TEST_F(CApiTest, EnsureReadyThenLeaseInASession) {
   epbroker_session* s = nullptr;
   ASSERT_EQ(epbroker_request_session(c.get(), options.get(), &s), EPBROKER_OK) << last_error();
   SessionPtr session(s);
-  EXPECT_STRNE(epbroker_session_path(s), "");
+  // Borrowed until the handle is freed, release or not (read again after the release
+  // below: under ASan a string freed by the release would be reported).
+  const char* path = epbroker_session_path(s);
+  const std::string path_copy = path;
+  EXPECT_TRUE(path_copy.starts_with("/org/epbroker/Broker1/session")) << path_copy;
   ASSERT_EQ(epbroker_session_provider_count(s), 1U);
   EXPECT_EQ(epbroker_session_provider(s, 1), nullptr);
   const auto* leased = epbroker_session_provider(s, 0);
@@ -217,6 +221,7 @@ TEST_F(CApiTest, EnsureReadyThenLeaseInASession) {
   // Released: the path goes, what was granted stays readable.
   ASSERT_EQ(epbroker_session_release(s), EPBROKER_OK) << last_error();
   EXPECT_STREQ(epbroker_session_path(s), "");
+  EXPECT_EQ(std::string(path), path_copy) << "the path returned before the release";
   ASSERT_EQ(epbroker_session_provider_count(s), 1U);
   EXPECT_EQ(epbroker_provider_library_path(epbroker_session_provider(s, 0)), library);
   EXPECT_EQ(epbroker_session_release(s), EPBROKER_OK) << "a second release does nothing";

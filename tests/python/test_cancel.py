@@ -46,10 +46,29 @@ def _slow_ep_gone(client):
     return all(p.state != "installing" for p in client.providers() if p.name == "slow-ep")
 
 
+def _job(client, path):
+    """Status's entry for the job at D-Bus path `path`, or None."""
+    found = [j for j in client.status().jobs if j.progress.job == path]
+    assert len(found) <= 1, found
+    return found[0] if found else None
+
+
+def _final_state_of(client, path):
+    """The final state of job `path` as Status lists it (waits for it to end)."""
+    def ended():
+        job = _job(client, path)
+        return job if job is not None and job.progress.final else None
+
+    job = wait_until(ended, 30, "job %s to end in Status" % path)
+    assert job.progress.target == "slow-ep", job
+    return job
+
+
 def test_cancel_from_another_thread_during_a_slow_download(slow_client):
     cancel = epbroker.Cancel()
     downloading = threading.Event()
     seen = []
+    fired = []  # when the canceller called cancel(), if it did
 
     def on_progress(p):
         seen.append(p)
@@ -59,6 +78,7 @@ def test_cancel_from_another_thread_during_a_slow_download(slow_client):
     def canceller():
         # Cancel once the download runs (or after 30 s, which fails below).
         downloading.wait(30)
+        fired.append(time.monotonic())  # before cancel(): the call returns after this
         cancel.cancel()
 
     thread = threading.Thread(target=canceller)
@@ -67,18 +87,27 @@ def test_cancel_from_another_thread_during_a_slow_download(slow_client):
     try:
         with pytest.raises(epbroker.Cancelled):
             slow_client.ensure_ready("slow-ep", on_progress, cancel)
+        returned = time.monotonic()
     finally:
-        cancel.cancel()
         thread.join(60)
     assert downloading.is_set(), "the download never started: %s" % seen
-    assert cancel.cancelled
-    assert time.monotonic() - start < WATCHDOG_S / 2
+    # The call returned because of the other thread's cancel(), not before it.
+    assert fired and fired[0] <= returned, (fired, returned)
+    assert returned - start < WATCHDOG_S / 2
+    jobs = {p.job for p in seen}
+    assert len(jobs) == 1 and "" not in jobs, seen
+    # The daemon's job (this call's, found by its path) was cancelled.
+    job = _final_state_of(slow_client, jobs.pop())
+    assert job.progress.state == "cancelled", job
     wait_until(lambda: _slow_ep_gone(slow_client), 30, "slow-ep's job to end")
     assert next(p for p in slow_client.providers() if p.name == "slow-ep").state != "ready"
 
 
 def test_exception_in_callback_cancels_the_job_and_is_reraised(slow_client):
+    jobs = []
+
     def on_progress(p):
+        jobs.append(p.job)
         if p.state == "downloading":
             raise KeyboardInterrupt
 
@@ -86,23 +115,28 @@ def test_exception_in_callback_cancels_the_job_and_is_reraised(slow_client):
     with pytest.raises(KeyboardInterrupt):
         slow_client.ensure_ready("slow-ep", on_progress)
     assert time.monotonic() - start < WATCHDOG_S / 2
-    # The job was cancelled, not left running.
-    jobs = wait_until(lambda: [j for j in slow_client.status().jobs
-                               if j.progress.target == "slow-ep" and j.progress.final], 30,
-                      "slow-ep's job in Status")
-    assert jobs[-1].progress.state == "cancelled", jobs
+    assert len(set(jobs)) == 1 and jobs[0], jobs
+    # This call's job was cancelled, not left running.
+    job = _final_state_of(slow_client, jobs[0])
+    assert job.progress.state == "cancelled", job
     wait_until(lambda: _slow_ep_gone(slow_client), 30, "slow-ep's job to end")
 
 
 def test_ctrl_c_cancels_a_waiting_call_without_progress_callback(slow_client, slow_broker):
     # SIGINT reaches Python at the next progress report (libepbroker's callback
     # runs Python code even when the caller passed none).
+    earlier = {j.progress.job for j in slow_client.status().jobs}
     child = subprocess.Popen(
         [sys.executable, "-c", "import epbroker; epbroker.Client(%r).ensure_ready('slow-ep')"
          % slow_broker.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        wait_until(lambda: any(j.progress.target == "slow-ep" and j.progress.state == "downloading"
-                               for j in slow_client.status().jobs), 30, "the download to start")
+        # The child's job: the one slow-ep job that was not in Status before.
+        job = wait_until(lambda: [j.progress.job for j in slow_client.status().jobs
+                                  if j.progress.job not in earlier
+                                  and j.progress.target == "slow-ep"
+                                  and j.progress.state == "downloading"], 30,
+                         "the download to start")
+        assert len(job) == 1, job
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=WATCHDOG_S / 2)
     finally:
@@ -110,7 +144,5 @@ def test_ctrl_c_cancels_a_waiting_call_without_progress_callback(slow_client, sl
             child.kill()
             child.wait()
     assert child.returncode != 0 and "KeyboardInterrupt" in err, err
-    jobs = wait_until(lambda: [j for j in slow_client.status().jobs
-                               if j.progress.target == "slow-ep" and j.progress.final], 30,
-                      "slow-ep's job to end")
-    assert jobs[-1].progress.state == "cancelled", jobs
+    final = _final_state_of(slow_client, job[0])
+    assert final.progress.state == "cancelled", final

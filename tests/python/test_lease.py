@@ -38,6 +38,10 @@ def test_lease_outlives_client_and_keeps_files_until_released(broker):
             # Removed, but still leased: the files stay while the lease lives.
             after = _versions(admin, TEST_EP)
             assert admin.status().sessions >= 1
+        # The leased version is still listed, now "removing", and still leased.
+        kept = [v for v in after if v.version == granted[0].version]
+        assert len(kept) == 1, after
+        assert kept[0].role == "removing" and kept[0].leases >= 1, after
         assert os.path.isfile(library), after
         # The provider still runs from there.
         options = ort.SessionOptions()

@@ -40,7 +40,7 @@ class Client:
     # ---- plumbing -------------------------------------------------------------
 
     def _call(self, name: str, *args: object, progress: Optional[_ProgressCall] = None) -> None:
-        with self._conn.lock:
+        with self._conn.held():
             if not self._handle:
                 raise InvalidArgument(3, "this epbroker.Client is closed")
             if progress is None:
@@ -49,23 +49,26 @@ class Client:
                 with progress.sigint():
                     status = getattr(lib(), name)(self._handle, *args)
                 progress.finish(status)
-        self._conn.free_deferred()
 
     def _list(self, name: str, prefix: str, cls, *args: object) -> list:
         L = lib()
         out = c_void_p()
-        self._call(name, *args, byref(out))
-        try:
+        try:  # freed also when the call succeeded but its progress callback raised
+            self._call(name, *args, byref(out))
             get = getattr(L, prefix + "_get")
             return [cls.from_c(get(out, i)) for i in range(getattr(L, prefix + "_size")(out))]
         finally:
-            getattr(L, prefix + "_free")(out)
+            if out.value:
+                getattr(L, prefix + "_free")(out)
 
-    def _provider(self, out: c_void_p) -> Provider:
-        try:
+    def _provider(self, name: str, *args: object, progress: _ProgressCall) -> Provider:
+        out = c_void_p()
+        try:  # freed also when the call succeeded but its progress callback raised
+            self._call(name, *args, byref(out), progress=progress)
             return Provider.from_c(out.value)
         finally:
-            lib().epbroker_provider_free(out)
+            if out.value:
+                lib().epbroker_provider_free(out)
 
     # ---- reading ----------------------------------------------------------------
 
@@ -108,10 +111,8 @@ class Client:
         state. Raises the job's error (Network, VerificationFailed...), the call's
         (NotFound, NotAuthorized, Incompatible...), or Cancelled."""
         pc = _ProgressCall(progress, cancel)
-        out = c_void_p()
-        self._call("epbroker_ensure_ready", arg(name), pc.fn, None, pc.cancel._handle, byref(out),
-                   progress=pc)
-        return self._provider(out)
+        return self._provider("epbroker_ensure_ready", arg(name), pc.fn, None, pc.cancel._handle,
+                              progress=pc)
 
     def install(self, name: str, version: Optional[str] = None, allow_older: bool = False,
                 progress: Optional[ProgressCallback] = None,
@@ -120,10 +121,8 @@ class Client:
         it current, waiting like ensure_ready(). An older version than the current
         one needs allow_older."""
         pc = _ProgressCall(progress, cancel)
-        out = c_void_p()
-        self._call("epbroker_install", arg(name), arg(version), int(bool(allow_older)), pc.fn,
-                   None, pc.cancel._handle, byref(out), progress=pc)
-        return self._provider(out)
+        return self._provider("epbroker_install", arg(name), arg(version), int(bool(allow_older)),
+                              pc.fn, None, pc.cancel._handle, progress=pc)
 
     def update(self, names: Iterable[str] = (), dry_run: bool = False,
                progress: Optional[ProgressCallback] = None,
@@ -134,14 +133,15 @@ class Client:
         array = names_array(names)
         pc = _ProgressCall(progress, cancel)
         out = c_void_p()
-        self._call("epbroker_update", array, len(names), int(bool(dry_run)), pc.fn, None,
-                   pc.cancel._handle, byref(out), progress=pc)
         L = lib()
-        try:
+        try:  # freed also when the call succeeded but its progress callback raised
+            self._call("epbroker_update", array, len(names), int(bool(dry_run)), pc.fn, None,
+                       pc.cancel._handle, byref(out), progress=pc)
             return [UpdateChange.from_c(L.epbroker_update_list_get(out, i))
                     for i in range(L.epbroker_update_list_size(out))]
         finally:
-            L.epbroker_update_list_free(out)
+            if out.value:
+                L.epbroker_update_list_free(out)
 
     def verify(self, progress: Optional[ProgressCallback] = None,
                cancel: Optional[Cancel] = None) -> VerifyReport:
@@ -149,14 +149,15 @@ class Client:
         pc = _ProgressCall(progress, cancel)
         out = c_void_p()
         finished = c_int64()
-        self._call("epbroker_verify", pc.fn, None, pc.cancel._handle, byref(out), byref(finished),
-                   progress=pc)
         L = lib()
-        try:
+        try:  # freed also when the call succeeded but its progress callback raised
+            self._call("epbroker_verify", pc.fn, None, pc.cancel._handle, byref(out),
+                       byref(finished), progress=pc)
             results = tuple(VerifyResult.from_c(L.epbroker_verify_list_get(out, i))
                             for i in range(L.epbroker_verify_list_size(out)))
         finally:
-            L.epbroker_verify_list_free(out)
+            if out.value:
+                L.epbroker_verify_list_free(out)
         return VerifyReport(results, int(finished.value))
 
     # ---- lifecycle (admins) ---------------------------------------------------
@@ -214,15 +215,16 @@ class Client:
             L.epbroker_session_options_set_download(options, int(bool(download)))
             out = c_void_p()
             self._call("epbroker_request_session", options, byref(out))
+            # The Session owns the handle from here (and frees it when collected).
+            return Session(out.value, self._conn)
         finally:
             L.epbroker_session_options_free(options)
-        return Session(out.value, self._conn)
 
     # ---- lifetime ----------------------------------------------------------------
 
     def close(self) -> None:
         """Closes the client; its Sessions keep their leases (and the connection)."""
-        with self._conn.lock:
+        with self._conn.held():  # also frees the sessions dropped during a call
             handle, self._handle = self._handle, None
             if handle:
                 lib().epbroker_client_free(handle)

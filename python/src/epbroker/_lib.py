@@ -188,6 +188,11 @@ def lib() -> ctypes.CDLL:
     Raises LibraryNotFound when it cannot be opened or lacks a function.
     """
     global _lib
+    # Without the lock once loaded: Ctrl-C's handler (Cancel.cancel) may run on this
+    # thread while it holds _lock, and the lock is not reentrant.
+    loaded = _lib
+    if loaded is not None:
+        return loaded
     with _lock:
         if _lib is not None:
             return _lib

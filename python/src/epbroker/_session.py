@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import threading
-from typing import List, Optional
+from contextlib import contextmanager
+from typing import Iterator, List, Optional
 
-from ._errors import error_for
+from ._errors import InvalidArgument, error_for
 from ._lib import lib, text
 from ._values import Provider
 
@@ -16,7 +17,27 @@ class _Connection:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
+        self.owner: Optional[int] = None  # the thread holding `lock` in held()
         self.deferred: List[int] = []  # session handles to free
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """The connection for one call: waits for another thread's call, refuses a
+        call from inside this thread's own (a progress callback calling into the
+        Client or a Session that is waiting would otherwise hang on the lock), and
+        afterwards frees the sessions dropped meanwhile, whatever the call raised."""
+        if self.owner == threading.get_ident():
+            raise InvalidArgument(3, "a progress callback called into the epbroker.Client (or "
+                                     "one of its Sessions) that is waiting: use another Client")
+        try:
+            with self.lock:
+                self.owner = threading.get_ident()
+                try:
+                    yield
+                finally:
+                    self.owner = None
+        finally:
+            self.free_deferred()
 
     def free_deferred(self) -> None:
         """Frees the sessions dropped while the connection was busy (if it is free now)."""
@@ -72,11 +93,13 @@ class Session:
         """Ends the lease now. Idempotent. Raises an epbroker.Error if the daemon
         refused; the session is released afterwards either way. Waits for a call
         in progress on its Client (they share one connection)."""
-        handle, self._handle = self._handle, None
-        if not handle:
+        if not self._handle:
             return
         L = lib()
-        with self._conn.lock:
+        with self._conn.held():  # raises before anything changes when called from a callback
+            handle, self._handle = self._handle, None
+            if not handle:
+                return  # released by another thread meanwhile
             status = L.epbroker_session_release(handle)
             error = error_for(status, text(L.epbroker_last_error_message()),
                               text(L.epbroker_last_error_bus_name())) if status else None

@@ -29,10 +29,12 @@ class Cancel:
         if not handle:
             raise NoMemory(14, "epbroker_cancel_new: out of memory")
         self._handle: Optional[int] = handle
+        # Bound now: cancel() runs in signal handlers, where nothing may wait on a lock.
+        self._trigger = lib().epbroker_cancel_trigger
 
     def cancel(self) -> None:
         """Sets the flag: the call waiting on it returns (raising Cancelled)."""
-        lib().epbroker_cancel_trigger(self._handle)
+        self._trigger(self._handle)
 
     @property
     def cancelled(self) -> bool:

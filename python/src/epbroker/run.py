@@ -179,9 +179,13 @@ def compare(a: list, b: list, atol: float, rtol: float) -> Tuple[float, bool]:
             return float("inf"), False
         if x.size == 0:
             continue
-        diff = np.abs(x.astype(np.float64) - y.astype(np.float64))
-        worst = max(worst, float(diff.max()))
-        ok = ok and bool(np.all(diff <= atol + rtol * np.abs(y.astype(np.float64))))
+        x64, y64 = x.astype(np.float64), y.astype(np.float64)
+        # NaN where both have NaN is agreement; a NaN on one side only is a mismatch
+        # and makes the reported difference NaN (max() would hide it).
+        ok = ok and bool(np.all(np.isclose(x64, y64, rtol=rtol, atol=atol, equal_nan=True)))
+        both_nan = np.isnan(x64) & np.isnan(y64)
+        diff = np.where(both_nan, 0.0, np.abs(x64 - y64))
+        worst = float("nan") if np.isnan(diff).any() else max(worst, float(diff.max()))
     return worst, ok
 
 
