@@ -38,6 +38,9 @@ LastError& last_error() noexcept {
   return error;
 }
 
+// errc_name()'s word (a string literal, so data() ends in a NUL): epbrokerctl's names.
+const char* name_of(Errc code) noexcept { return errc_name(code).data(); }
+
 }  // namespace
 
 epbroker_status status_of(Errc code) noexcept {
@@ -118,7 +121,9 @@ epbroker_status fail_current(const char* function) noexcept {
 
 }  // namespace epbroker::capi
 
+using epbroker::Errc;
 using epbroker::capi::last_error;
+using epbroker::capi::name_of;
 
 extern "C" {
 
@@ -127,31 +132,31 @@ const char* epbroker_status_name(epbroker_status status) {
     case EPBROKER_OK:
       return "OK";
     case EPBROKER_ERR_NOT_FOUND:
-      return "NotFound";
+      return name_of(Errc::not_found);
     case EPBROKER_ERR_NOT_AUTHORIZED:
-      return "NotAuthorized";
+      return name_of(Errc::not_authorized);
     case EPBROKER_ERR_INVALID_ARGUMENT:
-      return "InvalidArgument";
+      return name_of(Errc::invalid_argument);
     case EPBROKER_ERR_INCOMPATIBLE:
-      return "Incompatible";
+      return name_of(Errc::incompatible);
     case EPBROKER_ERR_VERIFICATION_FAILED:
-      return "VerificationFailed";
+      return name_of(Errc::verification_failed);
     case EPBROKER_ERR_NETWORK:
-      return "Network";
+      return name_of(Errc::network);
     case EPBROKER_ERR_BUSY:
-      return "Busy";
+      return name_of(Errc::busy);
     case EPBROKER_ERR_CANCELLED:
-      return "Cancelled";
+      return name_of(Errc::cancelled);
     case EPBROKER_ERR_UNAVAILABLE:
-      return "Unavailable";
+      return name_of(Errc::unavailable);
     case EPBROKER_ERR_TIMEOUT:
-      return "Timeout";
+      return name_of(Errc::timeout);
     case EPBROKER_ERR_PROTOCOL:
-      return "Protocol";
+      return name_of(Errc::protocol);
     case EPBROKER_ERR_DISK_FULL:
-      return "DiskFull";
+      return name_of(Errc::disk_full);
     case EPBROKER_ERR_INTERNAL:
-      return "Internal";
+      return name_of(Errc::internal);
     case EPBROKER_ERR_NO_MEMORY:
       return "NoMemory";
   }

@@ -59,26 +59,9 @@ epbroker_job_state job_state_of(JobState state) noexcept {
 }
 
 const char* job_state_name(JobState state) noexcept {
-  // The same words as to_string(JobState) (client_c_api checks each).
-  switch (state) {
-    case JobState::queued:
-      return "queued";
-    case JobState::downloading:
-      return "downloading";
-    case JobState::verifying:
-      return "verifying";
-    case JobState::installing:
-      return "installing";
-    case JobState::done:
-      return "done";
-    case JobState::failed:
-      return "failed";
-    case JobState::cancelled:
-      return "cancelled";
-    case JobState::unknown:
-      return "unknown";
-  }
-  return "unknown";
+  // to_string's words are common/wire's string literals (the daemon's own), so data()
+  // ends in a NUL.
+  return epbroker::to_string(state).data();
 }
 
 Policy policy_of(epbroker_policy policy) {
@@ -142,24 +125,13 @@ extern "C" {
 // ---- enumerations ----------------------------------------------------------------
 
 const char* epbroker_policy_name(epbroker_policy policy) {
-  // The same words as epbroker::to_string(Policy) (client_c_api checks each).
-  switch (policy) {
-    case EPBROKER_POLICY_DEFAULT:
-      return "default";
-    case EPBROKER_POLICY_PREFER_CPU:
-      return "prefer_cpu";
-    case EPBROKER_POLICY_PREFER_GPU:
-      return "prefer_gpu";
-    case EPBROKER_POLICY_PREFER_NPU:
-      return "prefer_npu";
-    case EPBROKER_POLICY_MAX_PERFORMANCE:
-      return "max_performance";
-    case EPBROKER_POLICY_MAX_EFFICIENCY:
-      return "max_efficiency";
-    case EPBROKER_POLICY_MIN_OVERALL_POWER:
-      return "min_overall_power";
+  // to_string's words are common/wire's string literals, so data() ends in a NUL; a
+  // value outside the enum (policy_of refuses it) has no name.
+  try {
+    return epbroker::to_string(policy_of(policy)).data();
+  } catch (...) {
+    return "";
   }
-  return "";
 }
 
 epbroker_status epbroker_policy_parse(const char* name, epbroker_policy* out) {

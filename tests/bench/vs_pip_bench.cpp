@@ -160,14 +160,20 @@ struct Disk {
   double runtime_install_ms = 0;
 };
 
-// One broker-side run; with `disk`, also installs the runtime package and measures.
-void broker_side(const tests::bench::ServedCatalog& catalog, const fs::path& model, Samples& s,
-                 Disk* disk) {
+// A private bus whose daemon sees the intel-laptop fixture machine (so OpenVINO is
+// compatible on any host).
+tests::daemon::PrivateBusOptions intel_laptop() {
   tests::daemon::PrivateBusOptions options;
   const fs::path machine = source_dir() / "tests/data/sysfs/intel-laptop";
   options.sysfs_root = machine / "sys";
   options.procfs_root = machine / "proc";
-  tests::daemon::PrivateBus bus(options);
+  return options;
+}
+
+// One broker-side run; with `disk`, also installs the runtime package and measures.
+void broker_side(const tests::bench::ServedCatalog& catalog, const fs::path& model, Samples& s,
+                 Disk* disk) {
+  tests::daemon::PrivateBus bus(intel_laptop());
   catalog.add_to(bus);
   const auto t0 = Clock::now();
   const auto r = tests::daemon::run_command(
@@ -194,11 +200,7 @@ void broker_side(const tests::bench::ServedCatalog& catalog, const fs::path& mod
 
 // The Python app (python_app.py) cold on a fresh bus and empty store, then warm.
 void python_side(const tests::bench::ServedCatalog& catalog, const fs::path& model, Samples& s) {
-  tests::daemon::PrivateBusOptions options;
-  const fs::path machine = source_dir() / "tests/data/sysfs/intel-laptop";
-  options.sysfs_root = machine / "sys";
-  options.procfs_root = machine / "proc";
-  tests::daemon::PrivateBus bus(options);
+  tests::daemon::PrivateBus bus(intel_laptop());
   catalog.add_to(bus);
   for (const char* mode : {"cold", "warm"}) {
     const auto t0 = Clock::now();

@@ -12,16 +12,14 @@
 #include <vector>
 
 #include "epbroker/epbroker.h"
-#include "tests/client/client_fixture.hpp"
+#include "tests/client/c_api_fixture.hpp"
 
 namespace tests::client {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string last_error() {
-  return std::string(epbroker_last_error_bus_name()) + ": " + epbroker_last_error_message();
-}
+using capi::last_error;
 
 // The states the progress callback saw; `user` is a std::vector<epbroker_job_state>.
 void record_state(const epbroker_progress* p, void* user) {

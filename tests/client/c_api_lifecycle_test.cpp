@@ -8,25 +8,12 @@
 #include <vector>
 
 #include "epbroker/epbroker.h"
-#include "tests/client/client_fixture.hpp"
+#include "tests/client/c_api_fixture.hpp"
 
 namespace tests::client {
 namespace {
 
-template <auto Free>
-struct Freer {
-  template <typename T>
-  void operator()(T* p) const {
-    Free(p);
-  }
-};
-using ClientPtr = std::unique_ptr<epbroker_client, Freer<epbroker_client_free>>;
-using ProvidersPtr = std::unique_ptr<epbroker_provider_list, Freer<epbroker_provider_list_free>>;
-using UpdatesPtr = std::unique_ptr<epbroker_update_list, Freer<epbroker_update_list_free>>;
-
-std::string last_error() {
-  return std::string(epbroker_last_error_bus_name()) + ": " + epbroker_last_error_message();
-}
+using namespace capi;
 
 // The kinds of the progress reports, in order; `user` is a std::vector<std::string>.
 void record_kind(const epbroker_progress* p, void* user) {
@@ -34,28 +21,13 @@ void record_kind(const epbroker_progress* p, void* user) {
                                                           " " + epbroker_progress_state_name(p));
 }
 
-class CApiLifecycleTest : public ClientTest {
+class CApiLifecycleTest : public capi::CApiClientTest {
  protected:
   // start(), with automatic updates off: the test updates itself.
   ClientPtr start_manual() {
     start();
     std::ofstream(bus_->config_dir() / "epbroker.conf", std::ios::app) << "auto_update = off\n";
-    epbroker_client* c = nullptr;
-    EXPECT_EQ(epbroker_client_new(address().c_str(), &c), EPBROKER_OK) << last_error();
-    return ClientPtr(c);
-  }
-
-  // Provider `name` as listed now (the list stays alive in `keep`).
-  const epbroker_provider* row(epbroker_client* c, const std::string& name, ProvidersPtr& keep) {
-    epbroker_provider_list* list = nullptr;
-    EXPECT_EQ(epbroker_providers(c, &list), EPBROKER_OK) << last_error();
-    keep.reset(list);
-    for (size_t i = 0; i < epbroker_provider_list_size(list); ++i) {
-      const auto* p = epbroker_provider_list_get(list, i);
-      if (epbroker_provider_name(p) == name) return p;
-    }
-    ADD_FAILURE() << "no provider " << name;
-    return nullptr;
+    return connect();
   }
 };
 
