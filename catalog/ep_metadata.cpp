@@ -104,10 +104,18 @@ Result<EpMetadata> parse_object(const json& obj, const std::string& path) {
   // Schema first: a newer schema may have keys this build does not know.
   auto schema_v = require_member(obj, path, "schema");
   if (!schema_v) return std::unexpected(std::move(schema_v.error()));
-  if (auto schema = read_schema(**schema_v, member_path(path, "schema"), kEpMetadataSchema,
-                                kEpMetadataSchema);
-      !schema) {
-    return std::unexpected(std::move(schema.error()));
+  auto schema =
+      read_schema(**schema_v, member_path(path, "schema"), kMinEpMetadataSchema, kEpMetadataSchema);
+  if (!schema) return std::unexpected(std::move(schema.error()));
+  // Kind next: a model's keys are not an EP's, and a caller listing providers
+  // must be able to tell "not an EP package" (skip it) from "a broken one".
+  if (const json* kind = find_member(obj, "kind");
+      kind != nullptr && kind->is_string() && kind->get_ref<const std::string&>() == "model") {
+    const std::string kind_path = member_path(path, "kind");
+    if (*schema < 2) return bad(kind_path, "kind \"model\" needs schema 2");
+    return fail(Errc::unsupported, kind_path +
+                                       ": a model package, not an EP package (read it with "
+                                       "parse_model_metadata())");
   }
   if (auto ok = check_object(obj, path, kTopKeys); !ok) {
     return std::unexpected(std::move(ok.error()));
@@ -229,7 +237,9 @@ Result<EpMetadata> parse_ep_metadata(const nlohmann::json& custom) {
 
 nlohmann::json to_json(const EpMetadata& m) {
   nlohmann::json o = nlohmann::json::object();
-  o["schema"] = kEpMetadataSchema;
+  // Schema 1, not kEpMetadataSchema: an EP package reads the same in both, and
+  // brokers that know only schema 1 must still read what publishers write now.
+  o["schema"] = kMinEpMetadataSchema;
   o["name"] = m.name;
   if (m.kind != PackageKind::execution_provider) o["kind"] = std::string(package_kind_name(m.kind));
   o["version"] = m.version.text;

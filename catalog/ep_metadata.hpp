@@ -2,9 +2,13 @@
 // `custom` field of the package's TUF target as custom["epbroker"].
 //
 // The format is parsed strictly: every field is typed, bounded and checked, and
-// unknown keys are errors (schema 1 is the only schema known; a later schema is
-// Errc::unsupported so that old brokers skip new packages instead of misreading
-// them). Other keys of `custom` belong to others and are ignored.
+// unknown keys are errors. Schemas 1 and 2 are known: schema 2 adds packages of
+// kind "model" (catalog/model_metadata.hpp), which are not EP packages and are
+// read by parse_model_metadata(); an EP or runtime package reads the same in both.
+// A later schema is Errc::unsupported so that old brokers skip new packages
+// instead of misreading them, which is also why to_json() keeps writing schema 1
+// (brokers that know only schema 1 still read the EP packages it describes).
+// Other keys of `custom` belong to others and are ignored.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +27,10 @@
 namespace catalog {
 
 inline constexpr std::string_view kEpMetadataKey = "epbroker";  // key in `custom`
-inline constexpr int kEpMetadataSchema = 1;
+// The schemas parse_ep_metadata() reads: kMinEpMetadataSchema..kEpMetadataSchema.
+// to_json(const EpMetadata&) writes kMinEpMetadataSchema.
+inline constexpr int kEpMetadataSchema = 2;
+inline constexpr int kMinEpMetadataSchema = 1;
 
 // Bounds of the format (lengths are in characters, i.e. code points; every field
 // except `vendor` and `description` is ASCII-only, so there it is also bytes).
@@ -83,17 +90,19 @@ struct EpMetadata {
 };
 
 // Parses the EP metadata found at custom["epbroker"] of a TUF target.
-// Errors: Errc::unsupported for a schema other than 1; Errc::bad_field for
-// anything else (custom not an object, key missing, wrong type, out of range,
+// Errors: Errc::unsupported for a schema other than 1 or 2, and for kind "model"
+// in schema 2 (a model package: parse_model_metadata() reads it, so callers that
+// list providers skip it); Errc::bad_field for anything else (kind "model" in
+// schema 1 included) (custom not an object, key missing, wrong type, out of range,
 // unsafe path, invalid UTF-8, unknown key, ...). The message starts with the path
 // of the offending field, e.g. "epbroker.supports[1].vendor_ids[0]: out of range
 // 0..65535". Never throws.
 Result<EpMetadata> parse_ep_metadata(const nlohmann::json& custom);
 
 // The JSON form of `m`, as {"epbroker": {...}} (the value for a target's `custom`).
-// Versions are written from their text; empty optional lists, absent optionals and
-// an empty description are left out. For any m returned by parse_ep_metadata(),
-// parse_ep_metadata(to_json(m)) == m. Does not validate `m`.
+// Written as schema kMinEpMetadataSchema (1). Versions are written from their text; empty optional
+// lists, absent optionals and an empty description are left out. For any m returned by
+// parse_ep_metadata(), parse_ep_metadata(to_json(m)) == m. Does not validate `m`.
 nlohmann::json to_json(const EpMetadata& m);
 
 // parse_ep_metadata() on JSON text of the same shape ({"epbroker": {...}}), for the

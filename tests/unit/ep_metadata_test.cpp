@@ -225,15 +225,25 @@ const BadCase kBadCases[] = {
     {"EpbrokerIsArray", [](json& c) { c["epbroker"] = json::array(); }, kBad,
      "epbroker: expected object, got array"},
     // Schema.
-    {"Schema2", set("schema", 2), Errc::unsupported, "epbroker.schema: unsupported schema 2"},
+    {"Schema3", set("schema", 3), Errc::unsupported,
+     "epbroker.schema: unsupported schema 3 (this build knows 1..2)"},
     {"Schema0", set("schema", 0), Errc::unsupported, "epbroker.schema: unsupported schema 0"},
     {"SchemaNegative", set("schema", -1), Errc::unsupported, "epbroker.schema: unsupported"},
+    {"Schema3WithNewKeys",
+     [](json& c) {
+       ep(c)["schema"] = 3;
+       ep(c)["new_field"] = true;
+     },
+     Errc::unsupported, "epbroker.schema: unsupported schema 3"},
+    // Schema 2 knows no new EP key.
     {"Schema2WithNewKeys",
      [](json& c) {
        ep(c)["schema"] = 2;
        ep(c)["new_field"] = true;
      },
-     Errc::unsupported, "epbroker.schema: unsupported schema 2"},
+     kBad, "epbroker.new_field: unknown key"},
+    {"Schema1KindModel", set("kind", "model"), kBad,
+     "epbroker.kind: kind \"model\" needs schema 2"},
     {"SchemaString", set("schema", "1"), kBad, "epbroker.schema: expected integer, got string"},
     {"SchemaFloat", set("schema", 1.0), kBad, "epbroker.schema: expected integer, got float"},
     {"SchemaBool", set("schema", true), kBad, "epbroker.schema: expected integer, got boolean"},
