@@ -5,13 +5,17 @@
 #include <charconv>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "catalog/atomic_file.hpp"
+#include "catalog/canonical_json.hpp"
 #include "catalog/crypto/hash.hpp"
 #include "catalog/ep_metadata.hpp"
+#include "catalog/model_metadata.hpp"
 #include "catalog/name_binding.hpp"
 #include "catalog/package/extract.hpp"
 #include "catalog/package/manifest.hpp"
+#include "catalog/package/model_pack.hpp"
 #include "catalog/package/pack.hpp"
 #include "catalog/tuf/dir_fetcher.hpp"
 #include "catalog/tuf/repository.hpp"
@@ -87,6 +91,33 @@ Result<std::pair<std::string, std::uint64_t>> hash_file(const fs::path& p) {
   }
   if (in.bad()) return fail(Errc::io, "read " + p.string());
   return std::pair{hasher.finish_hex(), size};
+}
+
+// The targets of `role` ("targets" or a delegated role), or nullptr.
+tuf::Targets* role_targets(Repository& repo, const std::string& role) {
+  if (role == "targets") return &repo.targets;
+  auto it = repo.delegated.find(role);
+  return it == repo.delegated.end() ? nullptr : &it->second;
+}
+
+// The model metadata of a target's custom field, when it is a model's.
+std::optional<ModelMetadata> model_of(const tuf::TargetFile& t) {
+  if (t.custom.is_null() || !t.custom.is_object() || !t.custom.contains("epbroker")) {
+    return std::nullopt;
+  }
+  auto m = parse_model_metadata(t.custom);
+  if (!m) return std::nullopt;
+  return std::move(*m);
+}
+
+// Where add-model publishes the card of a model version.
+std::string model_target_path(const ModelMetadata& m) {
+  return m.name + "/" + m.name + "-" + m.version.text + ".model.json";
+}
+
+bool is_inside(const fs::path& inner, const fs::path& outer) {
+  const auto rel = inner.lexically_relative(outer);
+  return !rel.empty() && *rel.begin() != "..";
 }
 
 bool require(const Args& args, const std::string& cmd, std::initializer_list<const char*> names,
@@ -216,6 +247,47 @@ int cmd_pack(const Args& args) {
   return 0;
 }
 
+int cmd_pack_model(const Args& args) {
+  int rc = 0;
+  if (!require(args, "pack-model", {"dir", "metadata", "output"}, rc)) return rc;
+  if (!args.positionals.empty()) return usage("pack-model", "unexpected argument");
+  const fs::path dir = *args.get("dir"), output = *args.get("output");
+  const std::string card_file = *args.get("metadata");
+  {
+    std::error_code ec;
+    const fs::path out_dir = output.has_parent_path() ? output.parent_path() : fs::path(".");
+    const fs::path real_dir = fs::weakly_canonical(dir, ec);
+    const fs::path real_out = fs::weakly_canonical(out_dir, ec);
+    if (!ec && (real_out == real_dir || is_inside(real_out, real_dir))) {
+      return failure("pack-model",
+                     {Errc::invalid_argument,
+                      output.string() + ": the card must be written outside " + dir.string()});
+    }
+  }
+  // 1. The card without sizes and hashes, as JSON (its rules are checked once filled).
+  auto text = read_file(card_file, kMaxModelMetadataTextBytes);
+  if (!text) return failure("pack-model", text.error());
+  auto card = parse_json(*text, card_file);
+  if (!card) return failure("pack-model", card.error());
+  // 2. Every variant's files, hashed, and the whole card checked.
+  auto meta = package::describe_model_directory(dir, *card);
+  if (!meta) {
+    return failure("pack-model", {meta.error().code, card_file + ": " + meta.error().message});
+  }
+  const std::string out_text = to_json(*meta).dump(2) + "\n";
+  if (auto ok = atomic_write_file(output, out_text); !ok) return failure("pack-model", ok.error());
+  std::set<std::string> distinct;
+  std::size_t files = 0;
+  for (const auto& v : meta->variants) {
+    files += v.files.size();
+    for (const auto& f : v.files) distinct.insert(f.sha256);
+  }
+  std::cout << "packed " << output.string() << " (" << meta->name << " " << meta->version.text
+            << ", " << meta->variants.size() << " variant(s), " << files << " file(s), "
+            << distinct.size() << " distinct)\n";
+  return 0;
+}
+
 int cmd_add(const Args& args) {
   int rc = 0;
   if (!require(args, "add", {"repo", "metadata"}, rc)) return rc;
@@ -267,6 +339,77 @@ int cmd_add(const Args& args) {
   return 0;
 }
 
+int cmd_add_model(const Args& args) {
+  int rc = 0;
+  if (!require(args, "add-model", {"repo", "model", "dir"}, rc)) return rc;
+  if (!args.positionals.empty()) return usage("add-model", "unexpected argument");
+  const std::string card_file = *args.get("model");
+  const std::string role = args.get("role").value_or("targets");
+  // 1. The card, strictly, and the files against it.
+  auto card = read_file(card_file, kMaxModelMetadataTextBytes);
+  if (!card) return failure("add-model", card.error());
+  auto meta = parse_model_metadata_text(*card);
+  if (!meta) {
+    return failure("add-model", {meta.error().code, card_file + ": " + meta.error().message});
+  }
+  auto blobs = package::check_model_directory(*args.get("dir"), *meta);
+  if (!blobs) return failure("add-model", blobs.error());
+  // Clients trust model NAME only from target paths "NAME/..." (as packages).
+  const std::string path = model_target_path(*meta);
+  if (auto ok = check_name_binding(meta->name, path); !ok) return failure("add-model", ok.error());
+  auto loaded = open_repo(args);
+  if (!loaded) return failure("add-model", loaded.error());
+  Repository& repo = loaded->repo;
+  if (!apply_lifetimes(args, repo, "add-model")) return 2;
+  tuf::Targets* t = role_targets(repo, role);
+  if (t == nullptr)
+    return failure("add-model", {Errc::not_found, "no targets role '" + role + "'"});
+  // 2. A published version is never changed: clients may hold its files.
+  const std::string card_sha = crypto::sha256_hex(*card);
+  if (auto it = t->targets.find(path); it != t->targets.end()) {
+    const auto h = it->second.hashes.find("sha256");
+    if (h == it->second.hashes.end() || h->second != card_sha) {
+      return failure("add-model",
+                     {Errc::invalid_argument,
+                      meta->name + " " + meta->version.text + " is already published as " + path +
+                          " with another card; publish a new version (or remove this one first)"});
+    }
+  }
+  // 3. Each distinct content once, then the card; one new targets version.
+  std::size_t added = 0, kept = 0;
+  for (const auto& blob : *blobs) {
+    const std::string blob_path = model_blob_path(meta->name, blob.sha256);
+    if (auto it = t->targets.find(blob_path);
+        it != t->targets.end() && it->second.length == blob.size &&
+        it->second.hashes.contains("sha256") && it->second.hashes.at("sha256") == blob.sha256) {
+      ++kept;  // signed and stored already (another version or variant)
+      continue;
+    }
+    auto bytes = read_file(blob.source, std::uint64_t{4} << 30);
+    if (!bytes) return failure("add-model", bytes.error());
+    if (bytes->size() != blob.size || crypto::sha256_hex(*bytes) != blob.sha256) {
+      return failure("add-model",
+                     {Errc::hash_mismatch, blob.source.string() + ": changed while adding"});
+    }
+    if (auto ok = repo.add_target(blob_path, std::move(*bytes), nullptr, role); !ok) {
+      return failure("add-model", ok.error());
+    }
+    ++added;
+  }
+  if (auto ok = repo.add_target(path, *card, to_json(*meta), role); !ok) {
+    return failure("add-model", ok.error());
+  }
+  auto report = repo.publish_or_stage(*args.get("repo"), now());
+  if (!report) return failure("add-model", report.error());
+  std::cout << "added " << path << " (" << meta->name << " " << meta->version.text << ", "
+            << meta->variants.size() << " variant(s), " << blobs->size()
+            << " distinct file(s): " << added << " new, " << kept << " already signed); targets v"
+            << repo.targets.version << ", snapshot v" << repo.snapshot.version << ", timestamp v"
+            << repo.timestamp.version << "\n";
+  print_report(*report);
+  return 0;
+}
+
 int cmd_remove(const Args& args) {
   int rc = 0;
   if (!require(args, "remove", {"repo"}, rc)) return rc;
@@ -274,15 +417,45 @@ int cmd_remove(const Args& args) {
   auto loaded = open_repo(args);
   if (!loaded) return failure("remove", loaded.error());
   if (!apply_lifetimes(args, loaded->repo, "remove")) return 2;
-  if (auto ok =
-          loaded->repo.remove_target(args.positionals[0], args.get("role").value_or("targets"));
-      !ok) {
-    return failure("remove", ok.error());
+  Repository& repo = loaded->repo;
+  const std::string role = args.get("role").value_or("targets");
+  const std::string& path = args.positionals[0];
+  // A model version takes its files along, unless another model still lists them.
+  std::optional<ModelMetadata> model;
+  if (tuf::Targets* t = role_targets(repo, role); t != nullptr) {
+    if (auto it = t->targets.find(path); it != t->targets.end()) model = model_of(it->second);
+  }
+  if (auto ok = repo.remove_target(path, role); !ok) return failure("remove", ok.error());
+  std::size_t blobs_removed = 0;
+  if (model) {
+    std::set<std::string> referenced;
+    auto collect = [&](const tuf::Targets& targets) {
+      for (const auto& [_, target] : targets.targets) {
+        if (auto other = model_of(target)) {
+          for (const auto& v : other->variants) {
+            for (const auto& f : v.files) referenced.insert(model_blob_path(other->name, f.sha256));
+          }
+        }
+      }
+    };
+    collect(repo.targets);
+    for (const auto& [_, targets] : repo.delegated) collect(targets);
+    std::set<std::string> own;
+    for (const auto& v : model->variants) {
+      for (const auto& f : v.files) own.insert(model_blob_path(model->name, f.sha256));
+    }
+    tuf::Targets* t = role_targets(repo, role);
+    for (const auto& blob : own) {
+      if (referenced.contains(blob) || !t->targets.contains(blob)) continue;
+      if (auto ok = repo.remove_target(blob, role); !ok) return failure("remove", ok.error());
+      ++blobs_removed;
+    }
   }
   auto report = loaded->repo.publish_or_stage(*args.get("repo"), now());
   if (!report) return failure("remove", report.error());
-  std::cout << "removed " << args.positionals[0] << "; targets v" << loaded->repo.targets.version
-            << "\n";
+  std::cout << "removed " << path;
+  if (model) std::cout << " and " << blobs_removed << " file(s) no other model lists";
+  std::cout << "; targets v" << repo.targets.version << "\n";
   print_report(*report);
   return 0;
 }
@@ -459,16 +632,43 @@ int cmd_verify(const Args& args) {
     cleanup();
     return failure("verify", targets.error());
   }
+  // Models: their files must be signed targets, as clients check.
+  std::map<std::string, ModelTargetInfo> signed_targets;
+  for (const auto& target : *targets) {
+    auto h = target.hashes.find("sha256");
+    signed_targets.emplace(
+        target.path, ModelTargetInfo{target.length, h == target.hashes.end() ? "" : h->second});
+  }
+  const ModelTargetLookup lookup = [&](std::string_view p) -> std::optional<ModelTargetInfo> {
+    auto it = signed_targets.find(std::string(p));
+    if (it == signed_targets.end()) return std::nullopt;
+    return it->second;
+  };
   for (const auto& target : *targets) {
     auto path = updater.download_target(target);
     std::string status = "OK";
     if (!path) {
       status = std::string(errc_name(path.error().code)) + ": " + path.error().message;
     } else if (!target.custom.is_null() && target.custom.contains("epbroker")) {
-      if (auto m = parse_ep_metadata(target.custom); !m) {
+      std::string name;
+      if (auto m = parse_ep_metadata(target.custom); m) {
+        name = m->name;
+      } else if (m.error().code != Errc::unsupported) {
         status = "EP metadata: " + m.error().message;
-      } else if (auto bound = check_name_binding(m->name, target.path); !bound) {
-        status = "refused by clients: " + bound.error().message;
+      } else if (auto model = parse_model_metadata(target.custom); model) {
+        name = model->name;
+        if (auto ok = check_model_targets(*model, lookup); !ok) {
+          status = "model " + std::string(errc_name(ok.error().code)) + ": " + ok.error().message;
+        }
+      } else if (model.error().code != Errc::unsupported) {
+        status = "model metadata: " + model.error().message;
+      } else {
+        status = "EP metadata: " + m.error().message;
+      }
+      if (status == "OK") {
+        if (auto bound = check_name_binding(name, target.path); !bound) {
+          status = "refused by clients: " + bound.error().message;
+        }
       }
     }
     if (path) fs::remove(*path);

@@ -8,7 +8,9 @@ namespace catalog::tools {
 
 int cmd_init(const Args& args);
 int cmd_pack(const Args& args);
+int cmd_pack_model(const Args& args);
 int cmd_add(const Args& args);
+int cmd_add_model(const Args& args);
 int cmd_remove(const Args& args);
 int cmd_timestamp(const Args& args);
 int cmd_rotate(const Args& args);

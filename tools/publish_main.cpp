@@ -70,6 +70,22 @@ const Command kCommands[] = {
       {"gzip", nullptr, "gzip instead of zstd"}},
      false,
      catalog::tools::cmd_pack},
+    {"pack-model",
+     "fill in a model card's file sizes and hashes from a directory",
+     "Reads the model card MODEL.json ({\"epbroker\": {\"schema\": 2, \"kind\": \"model\",\n"
+     "...}}) whose variants need not list their files, walks DIR/ID/ for each\n"
+     "variant ID (every regular file, or only the paths the variant's \"files\"\n"
+     "lists), and writes the card with each file's path, size and SHA-256, sorted\n"
+     "by path, checked strictly. Deterministic. Refuses a missing variant\n"
+     "directory, a main file not among its files, symlinks, special files and\n"
+     "unsafe paths. Publish the result with 'add-model'.",
+     nullptr,
+     nullptr,
+     {{"dir", "DIR", "the model's files, one directory per variant (DIR/ID/...)", true},
+      {"metadata", "MODEL.json", "the model card, files without sizes and hashes", true},
+      {"output", "FILE", "the card to write (e.g. NAME.model.json), replaced\natomically", true}},
+     false,
+     catalog::tools::cmd_pack_model},
     {"add",
      "add (or replace) a package with its EP metadata",
      "Adds PACKAGE to the catalog with the EP metadata in EP.json ({\"epbroker\": {...}},\n"
@@ -85,9 +101,27 @@ const Command kCommands[] = {
       {"role", "ROLE", "the (delegated) targets role to add it to (default targets)"}},
      true,
      catalog::tools::cmd_add},
+    {"add-model",
+     "add a model version: its card and each distinct file",
+     "Adds the model whose card 'pack-model' wrote: re-hashes every file of every\n"
+     "variant under DIR/ID/ against the card (nothing is added on a difference),\n"
+     "then publishes, in one new targets version, each distinct file content once\n"
+     "as the target NAME/blobs/SHA256 and the card as NAME/NAME-VERSION.model.json\n"
+     "with its model metadata as custom field. Only a role trusted for NAME/* can\n"
+     "add model NAME (as for packages); a delegated role needs NAME/blobs/* too.\n"
+     "A version already published with another card is refused.",
+     nullptr,
+     nullptr,
+     {{"model", "CARD.json", "the card 'pack-model' wrote", true},
+      {"dir", "DIR", "the model's files, one directory per variant (DIR/ID/...)", true},
+      {"role", "ROLE", "the (delegated) targets role to add it to (default targets)"}},
+     true,
+     catalog::tools::cmd_add_model},
     {"remove",
      "remove a target from the catalog",
-     "Removes TARGET_PATH from the catalog and publishes new versions.",
+     "Removes TARGET_PATH from the catalog and publishes new versions. Removing a\n"
+     "model's card (NAME/NAME-VERSION.model.json) also removes the files\n"
+     "(NAME/blobs/SHA256) of its role that no other model version lists.",
      "TARGET_PATH",
      "the target path, as 'add' published it",
      {{"role", "ROLE", "the (delegated) targets role it is in (default targets)"}},
@@ -149,7 +183,9 @@ const Command kCommands[] = {
      "check a repository the way a client would",
      "Runs the client workflow against DIR starting from ROOT.json (default\n"
      "metadata/1.root.json): walks the root chain, checks timestamp, snapshot,\n"
-     "targets and delegations, re-hashes every target and checks every EP metadata.",
+     "targets and delegations, re-hashes every target and checks every EP metadata,\n"
+     "and that every model's files are signed targets of the size and hash its\n"
+     "card says.",
      nullptr,
      nullptr,
      {{"repo", "DIR", "repository directory (metadata/ and targets/)", true},
@@ -162,7 +198,8 @@ const Command kCommands[] = {
 
 int main(int argc, char** argv) {
   CLI::App app(
-      "Creates and maintains a signed catalog of EP packages (a TUF 1.0 repository).\n"
+      "Creates and maintains a signed catalog of EP packages and models (a TUF 1.0\n"
+      "repository).\n"
       "Serve DIR/metadata and DIR/targets with any static HTTP server.",
       "epbroker-publish");
   catalog::tools::declare_common(app);

@@ -39,8 +39,10 @@ std::unexpected<Error> sys_error(const fs::path& p, const std::string& what) {
               what + " " + p.string() + ": " + std::strerror(e));
 }
 
-// Every regular file under `dir`, sorted by relative path (byte order).
-Result<std::vector<SourceFile>> list_files(const fs::path& dir) {
+// Every regular file under `dir`, sorted by relative path (byte order); a
+// manifest.json is refused when `refuse_manifest`.
+Result<std::vector<SourceFile>> list_files(const fs::path& dir, bool refuse_manifest,
+                                           std::size_t max_files) {
   std::vector<SourceFile> out;
   std::error_code ec;
   fs::recursive_directory_iterator it(dir, fs::directory_options::none, ec);
@@ -61,14 +63,14 @@ Result<std::vector<SourceFile>> list_files(const fs::path& dir) {
     if (auto problem = path_problem(rel)) {
       return fail(Errc::invalid_argument, p.string() + ": " + *problem);
     }
-    if (rel == kManifestName) {
+    if (refuse_manifest && rel == kManifestName) {
       return fail(
           Errc::invalid_argument,
           p.string() + ": a package directory must not hold manifest.json (pack writes it)");
     }
-    if (out.size() == kMaxManifestFiles) {
+    if (out.size() == max_files) {
       return fail(Errc::invalid_argument,
-                  dir.string() + ": more than " + std::to_string(kMaxManifestFiles) + " files");
+                  dir.string() + ": more than " + std::to_string(max_files) + " files");
     }
     out.push_back({rel, p});
   }
@@ -228,6 +230,23 @@ bool is_inside(const fs::path& inner, const fs::path& outer) {
 
 }  // namespace
 
+Result<std::vector<FileEntry>> describe_directory(const fs::path& dir, std::size_t max_files) {
+  std::error_code ec;
+  if (!fs::is_directory(fs::symlink_status(dir, ec))) {
+    return fail(Errc::invalid_argument, dir.string() + " is not a directory");
+  }
+  auto files = list_files(dir, false, max_files);
+  if (!files) return std::unexpected(std::move(files.error()));
+  std::vector<FileEntry> out;
+  out.reserve(files->size());
+  for (const SourceFile& f : *files) {
+    auto entry = describe(f);
+    if (!entry) return std::unexpected(std::move(entry.error()));
+    out.push_back(std::move(*entry));
+  }
+  return out;
+}
+
 Result<void> pack_directory(const fs::path& dir, const EpMetadata& meta, const fs::path& output,
                             Compression compression) {
   // 1. Inputs: valid metadata, a directory not containing the output.
@@ -248,7 +267,7 @@ Result<void> pack_directory(const fs::path& dir, const EpMetadata& meta, const f
     }
   }
   // 2. The files, sorted; then the manifest (sizes, hashes, modes).
-  auto files = list_files(dir);
+  auto files = list_files(dir, true, kMaxManifestFiles);
   if (!files) return std::unexpected(std::move(files.error()));
   Manifest manifest{meta, {}};
   manifest.files.reserve(files->size());

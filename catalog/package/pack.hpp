@@ -3,8 +3,12 @@
 
 #include <filesystem>
 
+#include <cstddef>
+#include <vector>
+
 #include "catalog/ep_metadata.hpp"
 #include "catalog/error.hpp"
+#include "catalog/package/manifest.hpp"
 
 namespace catalog::package {
 
@@ -35,5 +39,14 @@ inline constexpr int kGzipLevel = 6;
 Result<void> pack_directory(const std::filesystem::path& dir, const EpMetadata& meta,
                             const std::filesystem::path& output,
                             Compression compression = Compression::zstd);
+
+// Every regular file under `dir` (which must be a directory, not a symlink to
+// one) with its size, SHA-256 and mode, sorted by path in byte order, with the
+// refusals of pack_directory() (Errc::invalid_argument for a symlink, a special
+// file, an unsafe or over-long path, more than `max_files` files) except that a
+// manifest.json is an ordinary file here. Used for model variants
+// (catalog/package/model_pack.hpp). Errc::io / not_found on file errors.
+Result<std::vector<FileEntry>> describe_directory(const std::filesystem::path& dir,
+                                                  std::size_t max_files);
 
 }  // namespace catalog::package

@@ -125,7 +125,12 @@ void ep_metadata_seeds() {
     "schema": 1, "name": "onnxruntime", "kind": "runtime", "version": "1.30.0-rc1",
     "ep_names": [], "vendor": "Microsoft", "arch": "x86_64", "ort_min": "1.30.0",
     "library": "lib/libonnxruntime.so.1", "supports": [{"type": "cpu"}]}})");
+  // Schema 2 is read like 1 (this one stops at "name" missing); 3 is unsupported;
+  // a schema 2 model is unsupported here (parse_model_metadata() reads it).
   seed("ep_metadata", "schema2.json", R"({"epbroker": {"schema": 2}})");
+  seed("ep_metadata", "schema3.json", R"({"epbroker": {"schema": 3}})");
+  seed("ep_metadata", "schema2-model.json", R"({"epbroker": {
+    "schema": 2, "kind": "model", "name": "m", "version": "1"}})");
   seed("ep_metadata", "duplicate-key.json",
        R"({"epbroker": {"schema": 1, "name": "a", "name": "b"}})");
   auto meta = catalog::parse_ep_metadata(json::parse(full));
