@@ -1,5 +1,7 @@
 #include "daemon/store/fs_ops.hpp"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -45,6 +47,16 @@ Result<void> rename_path(const fs::path& from, const fs::path& to) {
     const int e = errno;
     return fail(Errc::io,
                 "rename " + from.string() + " to " + to.string() + ": " + std::strerror(e));
+  }
+  return {};
+}
+
+Result<void> exchange_paths(const fs::path& a, const fs::path& b) {
+  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) != 0) {
+    const int e = errno;
+    const bool unsupported = e == EINVAL || e == ENOSYS || e == EOPNOTSUPP;
+    return fail(unsupported ? Errc::unsupported : Errc::io,
+                "exchange " + a.string() + " and " + b.string() + ": " + std::strerror(e));
   }
   return {};
 }

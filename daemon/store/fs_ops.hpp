@@ -35,6 +35,11 @@ catalog::Result<std::filesystem::path> make_unique_dir(const std::filesystem::pa
 catalog::Result<void> rename_path(const std::filesystem::path& from,
                                   const std::filesystem::path& to);
 
+// Swaps `a` and `b` atomically (renameat2 RENAME_EXCHANGE). Errors:
+// Errc::unsupported when the filesystem or kernel cannot, Errc::io otherwise.
+catalog::Result<void> exchange_paths(const std::filesystem::path& a,
+                                     const std::filesystem::path& b);
+
 // Removes `dir` (with everything in it, remove_tree()) when the object dies: the
 // work directories of install() and of open()'s discards, once their trees are
 // committed or not.

@@ -36,6 +36,7 @@ using catalog::package::Manifest;
 using detail::check_storable;
 using detail::ensure_dir;
 using detail::Entry;
+using detail::exchange_paths;
 using detail::injected;
 using detail::inspect;
 using detail::InstallRequest;
@@ -51,18 +52,6 @@ constexpr std::uint64_t kProgressStepBytes = std::uint64_t{1} << 20;
 std::unexpected<catalog::Error> context(catalog::Error err, const std::string& prefix) {
   err.message = prefix + err.message;
   return std::unexpected(std::move(err));
-}
-
-// Swaps `a` and `b` atomically (renameat2 RENAME_EXCHANGE). Errors:
-// Errc::unsupported when the filesystem or kernel cannot, Errc::io otherwise.
-Result<void> exchange_paths(const fs::path& a, const fs::path& b) {
-  if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) != 0) {
-    const int e = errno;
-    const bool unsupported = e == EINVAL || e == ENOSYS || e == EOPNOTSUPP;
-    return fail(unsupported ? Errc::unsupported : Errc::io,
-                "exchange " + a.string() + " and " + b.string() + ": " + std::strerror(e));
-  }
-  return {};
 }
 
 // What exchange_paths() says where RENAME_EXCHANGE is missing (fault injection).

@@ -46,12 +46,14 @@ Result<LeaseId> Store::acquire_lease(std::string_view name, std::string_view ver
 void Store::release_lease(LeaseId id) {
   std::lock_guard lock(impl_->mu);
   impl_->leases.erase(id);
+  impl_->model_leases.erase(id);
 }
 
 std::size_t Store::release_owner(std::string_view owner) {
   std::lock_guard lock(impl_->mu);
-  return static_cast<std::size_t>(
-      std::erase_if(impl_->leases, [&](const auto& l) { return l.second.owner == owner; }));
+  const auto owned = [&](const auto& l) { return l.second.owner == owner; };
+  return static_cast<std::size_t>(std::erase_if(impl_->leases, owned) +
+                                  std::erase_if(impl_->model_leases, owned));
 }
 
 std::size_t Store::lease_count(std::string_view name, std::string_view version) const {

@@ -66,6 +66,8 @@ Result<void> Store::Impl::rebuild_index(bool repair) {
     const std::string name = name_dir.filename().string();
     const auto status = fs::symlink_status(name_dir, ec);
     if (name == kIndexFileName && fs::is_regular_file(status)) continue;
+    // The models' directories: step 4b.
+    if ((name == kBlobsDirName || name == kModelsDirName) && fs::is_directory(status)) continue;
     if (!is_storable_name(name) || !fs::is_directory(status)) {
       if (!repair) continue;
       if (auto ok = discard(name_dir, "not a package directory"); !ok) return ok;
@@ -88,6 +90,8 @@ Result<void> Store::Impl::rebuild_index(bool repair) {
       if (auto ok = discard(name_dir, "empty package directory"); !ok) return ok;
     }
   }
+  // 4b. The models, and the blobs their markers reference.
+  if (auto ok = rebuild_models(repair); !ok) return ok;
   if (!repair) return {};
   return catalog::fsync_dir(store);
 }
@@ -172,9 +176,7 @@ Result<Store> Store::open(const fs::path& state_dir, StoreOptions options) {
   // 4. The index, from the disk alone.
   if (auto ok = impl->rebuild_index(); !ok) return std::unexpected(std::move(ok.error()));
   // 5. index.json as the disk says.
-  std::vector<InstalledPackage> packages;
-  for (const auto& [key, e] : impl->index) packages.push_back(e.package);
-  const std::string want = index_text(std::move(packages));
+  const std::string want = impl->current_index_text();
   auto have = catalog::read_file(impl->store / kIndexFileName, kMaxIndexBytes);
   if (!have || *have != want) {
     if (auto ok = catalog::atomic_write_file(impl->store / kIndexFileName, want); !ok) {

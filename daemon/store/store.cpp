@@ -65,10 +65,7 @@ std::string_view install_phase_name(InstallPhase phase) {
 }
 
 Result<void> Store::Impl::write_index(const std::map<Key, Entry>& entries) const {
-  std::vector<InstalledPackage> packages;
-  packages.reserve(entries.size());
-  for (const auto& [key, e] : entries) packages.push_back(e.package);
-  return catalog::atomic_write_file(store / kIndexFileName, index_text(std::move(packages)));
+  return write_index(entries, models);
 }
 
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

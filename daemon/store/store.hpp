@@ -8,6 +8,7 @@
 //                                         executable), directories 0755, and
 //                                         .epbroker-manifest.json (0444; see
 //                                         daemon/store/installed.hpp)
+//   <state>/store/_blobs/, _models/        installed ML models (model_store.hpp)
 //   <state>/store/index.json              cache of what is installed, rewritten
 //                                         atomically; never read back by the store
 //   <state>/staging/                      work area on the same filesystem (0700):
@@ -38,6 +39,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stop_token>
@@ -49,6 +51,7 @@
 #include "catalog/error.hpp"
 #include "catalog/package/extract.hpp"
 #include "daemon/store/installed.hpp"
+#include "daemon/store/model_store.hpp"
 
 namespace epbrokerd::store {
 
@@ -96,9 +99,11 @@ struct DamagedPackage {
 };
 struct VerifyReport {
   std::size_t packages_checked = 0;
-  std::uint64_t bytes_hashed = 0;
-  std::vector<DamagedPackage> damaged;  // by name, then version text
-  bool ok() const { return damaged.empty(); }
+  std::uint64_t bytes_hashed = 0;            // packages' files, plus each model blob once
+  std::vector<DamagedPackage> damaged;       // by name, then version text
+  std::size_t models_checked = 0;            // model variants
+  std::vector<DamagedModel> damaged_models;  // by name, version text, variant
+  bool ok() const { return damaged.empty() && damaged_models.empty(); }
 };
 // Progress of verify(): once before hashing (0, total), then after each installed
 // version, with the payload bytes (manifest sizes) of the versions checked so far
@@ -127,11 +132,16 @@ class Store {
   //      staging/ on another filesystem than store/;
   //   2. locks store/ (flock, exclusive, non-blocking);
   //   3. removes everything in staging/ (interrupted installs and removals);
-  //   4. rebuilds the index from disk: each store/<name>/<version> that is a
+  //   4. rebuilds the index from disk (models: 4b): each store/<name>/<version> that is a
   //      directory holding a valid saved manifest naming that very name and
   //      version is installed; anything else under store/ (other than
   //      index.json) is moved to staging/ and deleted, and listed in the report.
   //      Contents are not hashed here (that is verify());
+  //  4b. models: each _models/<name>/<version>/<variant> holding a valid
+  //      marker naming that name, version and variant is installed; other
+  //      trees and junk there are discarded (as in 4); then every entry of
+  //      _blobs/sha256/ that is not a blob some valid marker references is
+  //      deleted, and anything else under _blobs/;
   //   5. rewrites index.json when it differs from the rebuilt index.
   // Errors: Errc::io / not_found when a directory cannot be created or read,
   // Errc::invalid_argument when staging/ and store/ are on different
@@ -264,7 +274,84 @@ class Store {
   // The daemon repairs a damaged package by installing it again.
   // Errors: Errc::io when store/ itself cannot be read; Errc::cancelled when
   // `progress` returned false.
+  //
+  // Models: verify() also checks every installed model variant: each blob a
+  // marker references is hashed once (its bytes counted once), and each tree
+  // must hold exactly its variant's files (plus the marker), each a regular
+  // file of mode 0444 with the listed size and the very inode (st_dev, st_ino)
+  // of its blob ("not shared with its blob" otherwise); directories 0755; the
+  // marker equal to what was installed. A damaged blob is reported for every
+  // variant that lists it. Progress counts the blobs' bytes after the packages'.
   catalog::Result<VerifyReport> verify(const VerifyProgress& progress = {}) const;
+
+  // ---- Models (model_store.hpp for the layout) -------------------------------------------
+
+  // Installs variant `model.variant` of `model.metadata` (already verified
+  // against the signed targets by the caller). `new_blobs` maps the SHA-256 of
+  // a file content to a descriptor of that content (borrowed: the caller closes
+  // it; the caller verified its hash; a regular file on the store's filesystem
+  // that linkat() can link, e.g. an O_TMPFILE file made without O_EXCL in
+  // staging/). Every file's content must be in store/_blobs or in `new_blobs`.
+  //   1. checks the metadata (parse_model_metadata(to_json()) gives it back),
+  //      the variant, the name; if that variant is installed with an equal
+  //      marker (but installed_at) and verifies, returns it;
+  //   2. builds staging/model-XXXXXX/tree: directories, and each file a hard
+  //      link of its blob: the one in _blobs (its size must be the listed
+  //      size), else the given descriptor (through /proc/self/fd; its size must
+  //      be the listed size);
+  //   3. writes the marker, seals the tree (files 0444, and so their blobs;
+  //      directories 0755), syncfs();
+  //   4. under the mutex: links each content the tree holds that _blobs lacks
+  //      into _blobs/sha256/<hex>; where _blobs has another inode of it (a
+  //      concurrent install), the tree's file is linked again from that one, so
+  //      every content keeps one inode; fsyncs;
+  //   5. renames the tree to _models/<name>/<version>/<variant>, or exchanges
+  //      it with the installed one (RENAME_EXCHANGE; where missing: aside, then
+  //      rename), fsyncs the directories, writes index.json; blobs no marker
+  //      references any more (the replaced tree's) are deleted.
+  // Replacing an installed variant with other metadata is refused while it is
+  // leased (Errc::busy), unless the installed one is damaged (a repair).
+  // On failure staging is cleaned and store/ is as before (blobs linked in
+  // step 4 are unlinked again). `stop` cancels until step 4.
+  // Errors: Errc::invalid_argument (metadata that does not parse back, unknown
+  // variant, reserved name, a file named .epbroker-model.json, a descriptor that
+  // is not a regular file, a store view); Errc::not_found naming the sha256 of a
+  // content neither in _blobs nor given; Errc::length_mismatch for a given or
+  // stored blob of another size; Errc::busy; Errc::cancelled; Errc::io.
+  catalog::Result<InstalledModel> install_model(const SignedModel& model,
+                                                const std::map<std::string, int>& new_blobs,
+                                                const InstallProgress& progress = {},
+                                                std::stop_token stop = {});
+
+  // Every installed model variant, by name, version text, variant.
+  std::vector<InstalledModel> models() const;
+  // One installed variant, or nullopt.
+  std::optional<InstalledModel> find_model(std::string_view name, std::string_view version,
+                                           std::string_view variant) const;
+  // Bytes the installed models take (model_store.hpp).
+  ModelUsage usage() const;
+
+  // A lease on one installed variant (as acquire_lease() for a package version;
+  // release_lease() and release_owner() release model leases too).
+  // Errors: Errc::not_found when that variant is not installed.
+  catalog::Result<LeaseId> acquire_model_lease(std::string_view name, std::string_view version,
+                                               std::string_view variant, std::string_view owner);
+  // Live leases on one variant.
+  std::size_t model_lease_count(std::string_view name, std::string_view version,
+                                std::string_view variant) const;
+
+  // Removes variant `variant` of `version` of model `name` (nullopt: every
+  // variant of that version; `version` nullopt: every installed variant of
+  // `name`); all or nothing, as remove(): the trees go to staging/trash-XXXXXX,
+  // index.json is rewritten, then, in the same locked section, every blob no
+  // remaining marker references is deleted; the trees are deleted after.
+  // Errors: Errc::not_found (nothing such installed); Errc::busy when a variant
+  // is leased (the message gives the lease count) unless `even_if_leased`;
+  // Errc::invalid_argument in a view (step 5 of issue 21); Errc::io (nothing
+  // removed).
+  catalog::Result<std::vector<InstalledModel>> remove_model(
+      std::string_view name, std::optional<std::string_view> version = std::nullopt,
+      std::optional<std::string_view> variant = std::nullopt, bool even_if_leased = false);
 
  private:
   struct Impl;

@@ -8,6 +8,11 @@
 //   remove.cpp   remove(), gc()
 //   verify.cpp   verify(), and inspect() of one tree
 //   fs_ops.cpp   the filesystem operations of the transactions (fs_ops.hpp)
+//   model_marker.cpp   the model marker, index.json with models
+//   model_open.cpp     models at open(): trees indexed from their markers, orphans
+//   model_install.cpp  install_model()
+//   model_remove.cpp   model queries, leases, remove_model(), unreferenced blobs
+//   model_verify.cpp   model trees and blobs checked (verify(), install_model())
 #pragma once
 
 #include <cstdint>
@@ -18,10 +23,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stop_token>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "catalog/ep_metadata.hpp"
 #include "catalog/error.hpp"
@@ -47,6 +55,36 @@ struct Lease {
   Key key;
   std::string owner;
 };
+
+using ModelKey = std::tuple<std::string, std::string, std::string>;  // name, version, variant
+
+// One installed model variant in the index.
+struct ModelEntry {
+  InstalledModel model;
+  ModelMarker marker;        // as written at install
+  std::uint64_t serial = 0;  // distinguishes successive installs of one variant
+};
+
+struct ModelLease {
+  ModelKey key;
+  std::string owner;
+};
+
+// The InstalledModel of `marker` for the tree at `root`.
+InstalledModel installed_model(const ModelMarker& marker, const std::filesystem::path& root);
+
+// What a check of model trees found: problems per variant, bytes hashed.
+struct ModelCheck {
+  std::map<ModelKey, std::vector<std::string>> problems;  // only damaged ones, sorted
+  std::uint64_t bytes_hashed = 0;
+};
+
+// Checks the trees of `entries` and the blobs they reference (each hashed
+// once, after `before_blob`, which may stop the check by returning false:
+// then nullopt). `blobs_dir` is store/_blobs/sha256.
+std::optional<ModelCheck> check_models(
+    const std::vector<ModelEntry>& entries, const std::filesystem::path& blobs_dir,
+    const std::function<bool(std::uint64_t bytes_done)>& before_blob = {});
 
 // The error of a fault injected at `step` (StoreOptions::inject_fault): Errc::io,
 // as if the system call had failed.
@@ -95,10 +133,12 @@ struct Store::Impl {
   std::shared_ptr<Committer> committer;
 
   mutable std::mutex mu;
-  std::map<detail::Key, detail::Entry> index;  // guarded by mu
-  std::map<LeaseId, detail::Lease> leases;     // guarded by mu
-  LeaseId next_lease = 1;                      // guarded by mu
-  std::uint64_t next_serial = 1;               // guarded by mu
+  std::map<detail::Key, detail::Entry> index;             // guarded by mu
+  std::map<LeaseId, detail::Lease> leases;                // guarded by mu
+  LeaseId next_lease = 1;                                 // guarded by mu
+  std::uint64_t next_serial = 1;                          // guarded by mu
+  std::map<detail::ModelKey, detail::ModelEntry> models;  // guarded by mu
+  std::map<LeaseId, detail::ModelLease> model_leases;     // guarded by mu
 
   Impl() = default;
   Impl(const Impl&) = delete;
@@ -110,8 +150,30 @@ struct Store::Impl {
     return options.inject_fault && options.inject_fault(step);
   }
 
-  // store.cpp. index.json for `entries`.
+  // store.cpp. index.json for `entries` (and the installed models).
   catalog::Result<void> write_index(const std::map<detail::Key, detail::Entry>& entries) const;
+  // model_marker.cpp. index.json for `entries` and `model_entries`.
+  catalog::Result<void> write_index(
+      const std::map<detail::Key, detail::Entry>& entries,
+      const std::map<detail::ModelKey, detail::ModelEntry>& model_entries) const;
+  // model_marker.cpp. The text of index.json for the current index; under mu.
+  std::string current_index_text() const;
+
+  // Paths of the model layout (model_store.hpp).
+  std::filesystem::path blobs_dir() const {  // store/_blobs/sha256
+    return store / kBlobsDirName / kBlobHashDirName;
+  }
+  std::filesystem::path models_dir() const { return store / kModelsDirName; }
+
+  // model_remove.cpp. Live leases on one variant; under mu.
+  std::size_t model_leases_on(const detail::ModelKey& key) const;
+  // model_remove.cpp. Deletes every entry of _blobs/sha256 that no marker of
+  // `models` references, then fsyncs the directory; under mu. Best effort:
+  // what stays is deleted by the next open(). Returns what was deleted.
+  std::vector<std::string> delete_unreferenced_blobs();
+  // model_open.cpp. Step 4b of open(): indexes the valid model trees; with
+  // `repair`, discards the rest and the blobs no marker references.
+  catalog::Result<void> rebuild_models(bool repair);
 
   // lease.cpp. Live leases on `key`; under mu.
   std::size_t leases_on(const detail::Key& key) const;

@@ -61,9 +61,12 @@ Result<void> Store::reload() {
 
 Result<void> Store::Impl::reload_locked() {
   auto before = std::move(index);
+  auto models_before = std::move(models);
   index.clear();
+  models.clear();
   if (auto ok = rebuild_index(/*repair=*/false); !ok) {
     index = std::move(before);
+    models = std::move(models_before);
     return ok;
   }
   return {};
