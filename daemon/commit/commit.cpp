@@ -21,6 +21,7 @@
 #include "catalog/tuf/updater.hpp"
 #include "catalog/unique_fd.hpp"
 #include "catalog/version.hpp"
+#include "daemon/commit/commit_steps.hpp"
 #include "daemon/commit/handoff_fetcher.hpp"
 #include "daemon/store/installed.hpp"
 
@@ -81,6 +82,28 @@ Result<fs::path> trusted_metadata_dir(const CommitEnv& env, const config::Remote
   return metadata;
 }
 
+// Holds an exclusive flock on `path` (created) while it lives.
+class FileLock {
+ public:
+  static Result<FileLock> take(const fs::path& path) {
+    FileLock l;
+    l.fd_ =
+        catalog::UniqueFd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!l.fd_.valid()) return fail(catalog::errno_code(errno), "open " + path.string());
+    while (::flock(l.fd_.get(), LOCK_EX) != 0) {
+      if (errno != EINTR) return fail(Errc::io, "lock " + path.string());
+    }
+    return l;
+  }
+
+ private:
+  catalog::UniqueFd fd_;
+};
+
+}  // namespace
+
+namespace detail {
+
 // Step 4: the store, waiting while another commit holds it.
 Result<store::Store> open_store(const CommitEnv& env) {
   store::StoreOptions options;
@@ -101,10 +124,6 @@ Result<store::Store> open_store(const CommitEnv& env) {
 // exactly the signed length and hashes. Nothing here parses a byte. A stream
 // that brings nothing for `idle` ends the copy (Errc::network). Returns the
 // descriptor of the copy, which only this process can reach.
-struct Copy {
-  catalog::UniqueFd fd;
-  fs::path named;  // where it is, when the filesystem has no O_TMPFILE; else empty
-};
 Result<Copy> copy_verified(int from, const fs::path& dir, const catalog::tuf::TargetFile& info,
                            std::chrono::milliseconds idle, std::stop_token stop) {
   struct stat st {};
@@ -192,68 +211,62 @@ Result<Copy> copy_verified(int from, const fs::path& dir, const catalog::tuf::Ta
   return result;
 }
 
-// Holds an exclusive flock on `path` (created) while it lives.
-class FileLock {
- public:
-  static Result<FileLock> take(const fs::path& path) {
-    FileLock l;
-    l.fd_ =
-        catalog::UniqueFd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!l.fd_.valid()) return fail(catalog::errno_code(errno), "open " + path.string());
-    while (::flock(l.fd_.get(), LOCK_EX) != 0) {
-      if (errno != EINTR) return fail(Errc::io, "lock " + path.string());
-    }
-    return l;
+Result<void> with_trusted_updater(const CommitEnv& env, std::string_view remote_name,
+                                  int metadata_dir_fd, std::stop_token stop,
+                                  const std::function<Result<void>(catalog::tuf::Updater&)>& use) {
+  const config::Remote* remote = find_remote(env, remote_name);
+  if (remote == nullptr) return fail(Errc::not_found, "no remote " + std::string(remote_name));
+  if (auto ok = make_private_dir(env.store_root / "trust"); !ok) return std::unexpected(ok.error());
+  auto lock = FileLock::take(env.store_root / "trust" / ".lock");
+  if (!lock) return std::unexpected(lock.error());
+  auto metadata_dir = trusted_metadata_dir(env, *remote);
+  if (!metadata_dir) return std::unexpected(metadata_dir.error());
+  // The TUF workflow over what the daemon handed over.
+  HandoffFetcher fetcher(metadata_dir_fd);
+  catalog::tuf::UpdaterConfig ucfg;
+  ucfg.metadata_dir = *metadata_dir;
+  ucfg.metadata_base_url = std::string(kHandoffBaseUrl);
+  ucfg.target_base_url = std::string(kHandoffBaseUrl);
+  ucfg.retry.attempts = 1;
+  ucfg.cancel = [&stop] { return stop.stop_requested(); };
+  if (env.now) ucfg.now = std::chrono::time_point_cast<std::chrono::seconds>(*env.now);
+  catalog::tuf::Updater updater(ucfg, fetcher);
+  if (auto ok = updater.refresh(); !ok) {
+    auto e = ok.error();
+    e.message = "remote " + remote->name + ": " + e.message;
+    return std::unexpected(std::move(e));
   }
+  return use(updater);
+}
 
- private:
-  catalog::UniqueFd fd_;
-};
+}  // namespace detail
 
-}  // namespace
+using detail::copy_verified;
+using detail::open_store;
 
 Result<store::InstalledPackage> commit_install(const CommitEnv& env,
                                                const store::CommitInstall& request,
                                                const store::InstallProgress& progress,
                                                std::stop_token stop) {
-  // 1. The remote and this side's trust in it, under trust/'s own lock (one
-  //    commit at a time changes trust/; the store's lock is not held meanwhile).
-  const config::Remote* remote = find_remote(env, request.remote);
-  if (remote == nullptr) return fail(Errc::not_found, "no remote " + request.remote);
-  if (auto ok = make_private_dir(env.store_root / "trust"); !ok) return std::unexpected(ok.error());
+  // 1. The remote and this side's trust in it (detail::with_trusted_updater()).
   catalog::tuf::TargetFile info;
   catalog::EpMetadata meta;
-  {
-    auto lock = FileLock::take(env.store_root / "trust" / ".lock");
-    if (!lock) return std::unexpected(lock.error());
-    auto metadata_dir = trusted_metadata_dir(env, *remote);
-    if (!metadata_dir) return std::unexpected(metadata_dir.error());
-    // The TUF workflow over what the daemon handed over.
-    HandoffFetcher fetcher(request.metadata_dir_fd);
-    catalog::tuf::UpdaterConfig ucfg;
-    ucfg.metadata_dir = *metadata_dir;
-    ucfg.metadata_base_url = std::string(kHandoffBaseUrl);
-    ucfg.target_base_url = std::string(kHandoffBaseUrl);
-    ucfg.retry.attempts = 1;
-    ucfg.cancel = [&stop] { return stop.stop_requested(); };
-    if (env.now) ucfg.now = std::chrono::time_point_cast<std::chrono::seconds>(*env.now);
-    catalog::tuf::Updater updater(ucfg, fetcher);
-    if (auto ok = updater.refresh(); !ok) {
-      auto e = ok.error();
-      e.message = "remote " + remote->name + ": " + e.message;
-      return std::unexpected(std::move(e));
-    }
-    // 2. The target, what it claims, and whether its signer may claim that name.
-    auto found = updater.get_targetinfo(request.target_path);
-    if (!found) return std::unexpected(found.error());
-    auto parsed = catalog::parse_ep_metadata(found->custom);
-    if (!parsed) return std::unexpected(parsed.error());
-    if (auto ok = catalog::check_name_binding(parsed->name, found->path); !ok) {
-      return std::unexpected(ok.error());
-    }
-    info = std::move(*found);
-    meta = std::move(*parsed);
-  }
+  auto verified = detail::with_trusted_updater(
+      env, request.remote, request.metadata_dir_fd, stop,
+      [&](catalog::tuf::Updater& updater) -> Result<void> {
+        // 2. The target, what it claims, and whether its signer may claim that name.
+        auto found = updater.get_targetinfo(request.target_path);
+        if (!found) return std::unexpected(found.error());
+        auto parsed = catalog::parse_ep_metadata(found->custom);
+        if (!parsed) return std::unexpected(parsed.error());
+        if (auto ok = catalog::check_name_binding(parsed->name, found->path); !ok) {
+          return std::unexpected(ok.error());
+        }
+        info = std::move(*found);
+        meta = std::move(*parsed);
+        return {};
+      });
+  if (!verified) return std::unexpected(verified.error());
   // 3. Our own verified copy, taken as the bytes arrive (a streamed download:
   //    no lock held, so another commit waiting never stalls this download).
   auto copy = copy_verified(request.package_fd, env.store_root, info, env.stream_idle, stop);

@@ -94,6 +94,16 @@ class LocalCommitter : public store::Committer {
     return commit_remove(env_, name, version);
   }
   catalog::Result<void> recover() override { return commit_recover(env_); }
+  // commit_install_model() (commit_model.cpp), asking `blobs` for each needed
+  // blob in turn; retried once when a blob vanished meanwhile.
+  catalog::Result<store::InstalledModel> install_model(const store::CommitModelInstall& request,
+                                                       const store::BlobSource& blobs,
+                                                       const store::InstallProgress& progress,
+                                                       std::stop_token stop) override;
+  // commit_remove_model() (commit_model.cpp).
+  catalog::Result<void> remove_model(std::string_view name, std::optional<std::string_view> version,
+                                     std::optional<std::string_view> variant,
+                                     bool even_if_leased) override;
 
  private:
   CommitEnv env_;

@@ -13,6 +13,7 @@
 
 #include "catalog/tuf/metadata.hpp"
 #include "catalog/version.hpp"
+#include "daemon/commit/commit_model.hpp"
 #include "daemon/commit/protocol.hpp"
 #include "daemon/store/installed.hpp"
 
@@ -57,10 +58,18 @@ catalog::Error ended(catalog::Error e, Child& child) {
   return e;
 }
 
-// Sends `request`, then reads answers until the final one, passing progress on.
-Result<nlohmann::json> exchange(int sock, const nlohmann::json& request, std::span<const int> fds,
-                                const store::InstallProgress& progress, std::stop_token stop) {
-  if (auto ok = send_message(sock, request, fds); !ok) return std::unexpected(ok.error());
+// An {"ok":false,...} answer as its error.
+catalog::Error error_of(const nlohmann::json& b) {
+  const std::string code =
+      b.contains("code") && b["code"].is_string() ? b["code"].get<std::string>() : "";
+  const std::string msg =
+      b.contains("message") && b["message"].is_string() ? b["message"].get<std::string>() : "";
+  return error_from_reply({{"code", code}, {"message", msg}});
+}
+
+// Reads answers until the final one, passing progress on.
+Result<nlohmann::json> await_answer(int sock, const store::InstallProgress& progress,
+                                    std::stop_token stop) {
   for (;;) {
     auto m = receive_message(sock, 200);
     if (!m && m.error().code == Errc::busy) {
@@ -85,14 +94,47 @@ Result<nlohmann::json> exchange(int sock, const nlohmann::json& request, std::sp
     auto ok = b.find("ok");
     if (ok == b.end() || !ok->is_boolean())
       return fail(Errc::malformed, "commit helper: bad answer");
-    if (!ok->get<bool>()) {
-      const std::string code =
-          b.contains("code") && b["code"].is_string() ? b["code"].get<std::string>() : "";
-      const std::string msg =
-          b.contains("message") && b["message"].is_string() ? b["message"].get<std::string>() : "";
-      return std::unexpected(error_from_reply({{"code", code}, {"message", msg}}));
-    }
+    if (!ok->get<bool>()) return std::unexpected(error_of(b));
     return b;
+  }
+}
+
+// Sends `request`, then reads answers until the final one, passing progress on.
+Result<nlohmann::json> exchange(int sock, const nlohmann::json& request, std::span<const int> fds,
+                                const store::InstallProgress& progress, std::stop_token stop) {
+  if (auto ok = send_message(sock, request, fds); !ok) return std::unexpected(ok.error());
+  return await_answer(sock, progress, stop);
+}
+
+// Reads the helper's {"need":[...],"more":B} parts (or its error).
+Result<std::vector<std::string>> await_need(int sock, std::stop_token stop) {
+  std::vector<std::string> need;
+  for (;;) {
+    auto m = receive_message(sock, 200);
+    if (!m && m.error().code == Errc::busy) {
+      if (stop.stop_requested()) return fail(Errc::cancelled, "cancelled");
+      continue;
+    }
+    if (!m) {
+      return fail(Errc::unavailable,
+                  "the commit helper ended without an answer (" + m.error().message + ")");
+    }
+    const auto& b = m->body;
+    if (auto ok = b.find("ok"); ok != b.end() && ok->is_boolean() && !ok->get<bool>()) {
+      return std::unexpected(error_of(b));
+    }
+    const auto part = b.find("need");
+    const auto more = b.find("more");
+    if (part == b.end() || !part->is_array() || more == b.end() || !more->is_boolean()) {
+      return fail(Errc::malformed, "commit helper: bad answer");
+    }
+    for (const auto& sha : *part) {
+      if (!sha.is_string() || !store::is_blob_name(sha.get<std::string>())) {
+        return fail(Errc::malformed, "commit helper: bad blob name");
+      }
+      need.push_back(sha.get<std::string>());
+    }
+    if (!more->get<bool>()) return need;
   }
 }
 
@@ -194,6 +236,74 @@ Result<void> HelperCommitter::recover() {
   auto sock = connect(&child.pid);
   if (!sock) return std::unexpected(sock.error());
   auto reply = exchange(sock->get(), {{"op", "recover"}}, {}, {}, {});
+  if (!reply) return std::unexpected(ended(reply.error(), child));
+  return {};
+}
+
+Result<store::InstalledModel> HelperCommitter::install_model(
+    const store::CommitModelInstall& request, const store::BlobSource& blobs,
+    const store::InstallProgress& progress, std::stop_token stop) {
+  auto installed = install_model_once(request, blobs, progress, stop);
+  if (installed || !is_vanished_blob(installed.error())) return installed;
+  return install_model_once(request, blobs, progress, stop);
+}
+
+Result<store::InstalledModel> HelperCommitter::install_model_once(
+    const store::CommitModelInstall& request, const store::BlobSource& blobs,
+    const store::InstallProgress& progress, std::stop_token stop) {
+  Child child;
+  auto sock = connect(&child.pid);
+  if (!sock) return std::unexpected(sock.error());
+  const int fds[] = {request.metadata_dir_fd};
+  const nlohmann::json body = {{"op", "install_model"},
+                               {"remote", request.remote},
+                               {"target", request.target_path},
+                               {"variant", request.variant},
+                               {"repair", request.repair}};
+  if (auto ok = send_message(sock->get(), body, fds); !ok) {
+    return std::unexpected(ended({Errc::unavailable, ok.error().message}, child));
+  }
+  auto need = await_need(sock->get(), stop);
+  if (!need) return std::unexpected(ended(need.error(), child));
+  // Closing the socket on any error below cancels the helper's side.
+  for (const auto& sha : *need) {
+    if (stop.stop_requested()) return fail(Errc::cancelled, "cancelled");
+    if (!blobs) return fail(Errc::invalid_argument, "no source for blob " + sha);
+    auto fd = blobs(sha);
+    if (!fd) return std::unexpected(fd.error());
+    const int blob_fds[] = {fd->get()};
+    if (auto ok = send_message(sock->get(), {{"op", "blob"}, {"sha256", sha}}, blob_fds); !ok) {
+      // The helper may have refused the blob and answered: read that first.
+      auto answer = await_answer(sock->get(), progress, stop);
+      return std::unexpected(ended(answer ? ok.error() : answer.error(), child));
+    }
+  }
+  auto reply = exchange(sock->get(), {{"op", "commit"}}, {}, progress, stop);
+  if (!reply) return std::unexpected(ended(reply.error(), child));
+  store::InstalledModel m;
+  for (auto [key, out] : {std::pair{"name", &m.name}, std::pair{"version", &m.version},
+                          std::pair{"variant", &m.variant}}) {
+    const auto it = reply->find(key);
+    if (it == reply->end() || !it->is_string()) {
+      return fail(Errc::malformed, "commit helper: bad answer");
+    }
+    *out = it->get<std::string>();
+  }
+  return m;
+}
+
+Result<void> HelperCommitter::remove_model(std::string_view name,
+                                           std::optional<std::string_view> version,
+                                           std::optional<std::string_view> variant,
+                                           bool even_if_leased) {
+  Child child;
+  auto sock = connect(&child.pid);
+  if (!sock) return std::unexpected(sock.error());
+  nlohmann::json request = {
+      {"op", "remove_model"}, {"name", std::string(name)}, {"even_if_leased", even_if_leased}};
+  request["version"] = version ? nlohmann::json(std::string(*version)) : nlohmann::json(nullptr);
+  request["variant"] = variant ? nlohmann::json(std::string(*variant)) : nlohmann::json(nullptr);
+  auto reply = exchange(sock->get(), request, {}, {}, {});
   if (!reply) return std::unexpected(ended(reply.error(), child));
   return {};
 }

@@ -31,11 +31,24 @@ class HelperCommitter : public store::Committer {
   catalog::Result<void> remove(std::string_view name,
                                std::optional<std::string_view> version) override;
   catalog::Result<void> recover() override;
+  // The install_model conversation (protocol.hpp); a new helper per attempt, and
+  // a second attempt when a blob vanished from the store meanwhile.
+  catalog::Result<store::InstalledModel> install_model(const store::CommitModelInstall& request,
+                                                       const store::BlobSource& blobs,
+                                                       const store::InstallProgress& progress,
+                                                       std::stop_token stop) override;
+  catalog::Result<void> remove_model(std::string_view name, std::optional<std::string_view> version,
+                                     std::optional<std::string_view> variant,
+                                     bool even_if_leased) override;
 
  private:
   HelperCommitter() = default;
   // A connection to a fresh helper; `child` is set when spawned.
   catalog::Result<catalog::UniqueFd> connect(pid_t* child) const;
+  // One attempt of install_model().
+  catalog::Result<store::InstalledModel> install_model_once(
+      const store::CommitModelInstall& request, const store::BlobSource& blobs,
+      const store::InstallProgress& progress, std::stop_token stop);
 
   std::filesystem::path socket_path_;
   std::filesystem::path helper_;

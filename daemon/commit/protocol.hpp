@@ -7,10 +7,25 @@
 //   daemon -> helper  {"op":"install","remote":R,"target":PATH}  + [metadata dir, package]
 //                     {"op":"remove","name":N,"version":V|null}
 //                     {"op":"recover"}        (Store::open(): at the daemon's start)
+//                     {"op":"install_model","remote":R,"target":CARD,"variant":ID,
+//                      "repair":B}  + [metadata dir]
+//                     {"op":"remove_model","name":N,"version":V|null,"variant":ID|null,
+//                      "even_if_leased":B}
 //   helper -> daemon  {"progress":"extracting"|"verifying"|"committing","done":D,"total":T}
 //                     ... then exactly one of
 //                     {"ok":true,"name":N,"version":V}
 //                     {"ok":false,"code":ERRC,"message":TEXT}
+//
+// install_model is a conversation (commit_model.hpp): the helper verifies the
+// card and answers, in parts of at most 500, the blobs the store lacks:
+//   helper -> daemon  {"need":[SHA256...],"more":B}    (until "more" is false)
+//   daemon -> helper  {"op":"blob","sha256":SHA256} + [the downloaded bytes]
+//                     ... once for each needed blob, in any order; then
+//                     {"op":"commit"}
+// and then progress and the final answer as above ({"ok":true,"name":N,
+// "version":V,"variant":ID}). A blob not asked for, one sent twice or a commit
+// before every needed blob ends it (invalid_argument); busy with a message
+// starting "a blob vanished from the store: " asks the daemon to start over.
 //
 // Closing the connection cancels: the helper stops before its commit starts.
 #pragma once

@@ -9,12 +9,14 @@
 // target of which remote it wants.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
 
 #include "catalog/error.hpp"
+#include "catalog/unique_fd.hpp"
 #include "daemon/store/installed.hpp"
 #include "daemon/store/store.hpp"
 
@@ -29,6 +31,23 @@ struct CommitInstall {
   int metadata_dir_fd = -1;  // the daemon's persisted TUF metadata of `remote`
   int package_fd = -1;       // the downloaded package file
 };
+
+// One model install: which variant of which signed model card target of which
+// remote. The descriptor is borrowed; the committer trusts none of it.
+struct CommitModelInstall {
+  std::string remote;        // a configured remote's name
+  std::string target_path;   // the model card's target, e.g. "resnet/resnet-1.0.model.json"
+  std::string variant;       // a variant id the signed card must list
+  bool repair = false;       // the installed variant is damaged: its stored blobs are re-hashed
+  int metadata_dir_fd = -1;  // the daemon's persisted TUF metadata of `remote`
+};
+
+// The daemon's bytes of one blob the committer asked for (`sha256`, 64 hex
+// digits, one of the variant's files): a descriptor of the downloaded file or a
+// pipe the download streams into, which the committer reads as untrusted bytes
+// (copied and checked against the signed target NAME/blobs/<sha256>). Errors
+// end the install with that error.
+using BlobSource = std::function<catalog::Result<catalog::UniqueFd>(const std::string& sha256)>;
 
 class Committer {
  public:
@@ -56,6 +75,31 @@ class Committer {
   // at start: what a crash interrupted is gone before anyone looks. Errors: as
   // Store::open(), Errc::unavailable as install().
   virtual catalog::Result<void> recover() = 0;
+
+  // Verifies and installs one model variant (daemon/commit/commit_model.hpp,
+  // commit_install_model()): the TUF chain from the committer's own anchor, the
+  // card's metadata, its name binding, every file against the signed blob
+  // targets; then asks `blobs` only for the contents store/_blobs lacks, copies
+  // each and checks it against its signed length and sha256, and calls
+  // Store::install_model(). A blob that vanished from the store between the
+  // question and the commit (a concurrent removal) is retried once from the
+  // start. Returns the installed variant (a HelperCommitter fills name, version
+  // and variant only; read the rest from the disk). Errors: as
+  // commit_install_model(); Errc::unavailable as install().
+  virtual catalog::Result<InstalledModel> install_model(const CommitModelInstall& request,
+                                                        const BlobSource& blobs,
+                                                        const InstallProgress& progress,
+                                                        std::stop_token stop) = 0;
+
+  // Removes variant `variant` of `version` of model `name` (nullopt: all of that
+  // version; `version` nullopt: every variant of `name`), as
+  // Store::remove_model(). Errors: invalid_argument (a name, version or variant
+  // that could not be installed), as Store::remove_model(), busy (lock wait
+  // over), Errc::unavailable as install().
+  virtual catalog::Result<void> remove_model(std::string_view name,
+                                             std::optional<std::string_view> version,
+                                             std::optional<std::string_view> variant,
+                                             bool even_if_leased) = 0;
 };
 
 }  // namespace epbrokerd::store
