@@ -24,6 +24,7 @@
 #include "catalog/compat.hpp"
 #include "catalog/ep_metadata.hpp"
 #include "catalog/error.hpp"
+#include "catalog/model_metadata.hpp"
 #include "catalog/tuf/fetcher.hpp"
 #include "common/wire.hpp"
 #include "daemon/config/config.hpp"
@@ -58,6 +59,22 @@ struct CatalogEntry {
 struct RefusedEntry {
   CatalogEntry entry;
   std::string reason;
+};
+
+// One version of a model a trusted catalog lists (catalog/model_metadata.hpp):
+// its signed card target "NAME/...", whose custom["epbroker"] is `meta`.
+// `refused` is "" for a model that may be installed, else why it never may be:
+// its path does not bind its name (catalog/name_binding.hpp), or a file of a
+// variant is not signed as the card says (catalog::check_model_targets()).
+struct ModelEntry {
+  std::string remote;
+  std::string target_path;   // the card's target
+  std::uint64_t length = 0;  // the card target's signed length
+  catalog::ModelMetadata meta;
+  std::string refused;
+
+  const std::string& name() const { return meta.name; }
+  const std::string& version() const { return meta.version.text; }
 };
 
 // One installed version of a package, and what it is kept for.
@@ -259,6 +276,14 @@ class Broker {
   // The client left the bus: its sessions end.
   std::vector<std::uint64_t> client_vanished(const std::string& sender);
 
+  // Every model version the trusted catalogs list (as the last refresh, or the
+  // catalog cache read at start, found them), refused ones included with their
+  // reason: by name, then newest version first. A name belongs to the
+  // highest-priority remote listing a valid version of it (as for packages);
+  // other remotes' valid versions of that name are not listed. What is installed
+  // is not looked at (store::Store::models()).
+  std::vector<ModelEntry> catalog_models() const;
+
   bool idle() const;  // no active job and no session
   std::uint64_t catalog_revision() const;
   std::string catalog_expires() const;
@@ -329,6 +354,9 @@ class Broker {
     // delegated role withholds (catalog::tuf::Updater::list_targets()).
     std::vector<CatalogEntry> entries;
     std::vector<RefusedEntry> refused;
+    // Model cards, valid and refused (ModelEntry::refused), as entries: fresh
+    // ones, and the previous ones a failed delegated role withholds.
+    std::vector<ModelEntry> models;
     // Set when delegated roles failed: names them (the refresh job's error).
     std::optional<catalog::Error> failed_roles;
   };
@@ -354,6 +382,9 @@ class Broker {
   catalog::MachineInfo machine_;  // devices_ as compatibility matching sees them (fixed)
   std::vector<CatalogEntry> catalog_;
   std::vector<RefusedEntry> refused_;  // guarded by mu_, changed with catalog_
+  // Model name -> its versions (catalog_models()' order); guarded by mu_,
+  // changed with catalog_.
+  std::map<std::string, std::vector<ModelEntry>> models_;
   std::uint64_t revision_ = 0;
   std::string expires_;
   std::optional<std::chrono::system_clock::time_point> last_refresh_;

@@ -26,6 +26,7 @@ void Broker::load_catalog_cache() {
   // The trusted TUF metadata under state/remotes/<name>/metadata is the truth;
   // catalog.json is what the last successful refresh derived from it.
   std::vector<CatalogEntry> entries;
+  std::vector<ModelEntry> models;
   for (const auto& remote : options_.config.remotes) {
     const fs::path cache =
         options_.config.paths.state_dir / "remotes" / remote.name / "catalog.json";
@@ -53,10 +54,12 @@ void Broker::load_catalog_cache() {
         }
       }
     }
+    for (auto& m : models_from_cache(remote.name, *doc)) models.push_back(std::move(m));
     revision_ = std::max<std::uint64_t>(revision_, (*doc).value("revision", 0ULL));
     expires_ = (*doc).value("expires", "");
   }
   catalog_ = drop_shadowed(std::move(entries));
+  models_ = index_models(std::move(models));
   // The last refresh is when the oldest enabled remote's catalog.json was written
   // (every remote is refreshed together); none yet, or a remote never refreshed:
   // no time, so an automatic refresh is due at once.
@@ -307,12 +310,17 @@ catalog::Result<Broker::RemoteCatalog> Broker::refresh_remote(const config::Remo
     }
     out.entries.push_back(std::move(e));
   };
+  const auto signed_targets = listing_lookup(listing->targets);
   for (const auto& t : listing->targets) {
-    // Targets without (valid) EP metadata are not providers; skipped.
+    // Targets without (valid) EP metadata are not providers; model cards
+    // (parse_ep_metadata(): unsupported) are models; the rest is skipped.
     if (t.custom.is_null() || !t.custom.contains("epbroker")) continue;
     auto meta = catalog::parse_ep_metadata(t.custom);
-    if (!meta) continue;
-    add({remote.name, t.path, t.length, std::move(*meta)});
+    if (meta) {
+      add({remote.name, t.path, t.length, std::move(*meta)});
+    } else if (auto model = model_entry(remote.name, t, signed_targets)) {
+      out.models.push_back(std::move(*model));
+    }
   }
   // Issue 17, item 6: delegated roles that failed (unreachable, or refused by a
   // TUF check) affect only the packages under their paths: those whose search
@@ -321,8 +329,13 @@ catalog::Result<Broker::RemoteCatalog> Broker::refresh_remote(const config::Remo
   if (!listing->failed.empty()) {
     std::vector<CatalogEntry> previous;
     std::vector<RefusedEntry> previous_refused;
+    std::vector<ModelEntry> previous_models;
     {
       std::lock_guard lock(mu_);
+      for (const auto& [_, versions] : models_) {
+        std::copy_if(versions.begin(), versions.end(), std::back_inserter(previous_models),
+                     [&](const ModelEntry& m) { return m.remote == remote.name; });
+      }
       for (const auto& e : catalog_) {
         if (e.remote == remote.name) previous.push_back(e);
       }
@@ -339,6 +352,14 @@ catalog::Result<Broker::RemoteCatalog> Broker::refresh_remote(const config::Remo
       auto by = updater.withheld_by(r.entry.target_path);
       if (!by) return std::unexpected(by.error());
       if (*by) out.refused.push_back(std::move(r));
+    }
+    // A model whose card or files a failed role withholds is not refused for
+    // that: its previous entry, if any, stays.
+    if (auto ok =
+            keep_withheld_models(out.models, std::move(previous_models),
+                                 [&](const std::string& p) { return updater.withheld_by(p); });
+        !ok) {
+      return std::unexpected(ok.error());
     }
     std::string message;
     for (const auto& f : listing->failed) {
@@ -361,9 +382,17 @@ catalog::Result<Broker::RemoteCatalog> Broker::refresh_remote(const config::Remo
   nlohmann::json doc = {{"revision", updater.trusted()->snapshot()->signed_.version},
                         {"expires", ts ? catalog::tuf::format_expires(ts->signed_.expires) : ""},
                         {"entries", nlohmann::json::array()},
-                        {"refused", nlohmann::json::array()}};
+                        {"refused", nlohmann::json::array()},
+                        {"models", nlohmann::json::array()}};
   for (const auto& e : out.entries) doc["entries"].push_back(entry_json(e));
   for (const auto& r : out.refused) doc["refused"].push_back(entry_json(r.entry));
+  for (const auto& m : out.models) {
+    if (!m.refused.empty()) {
+      log::warn("refresh: remote {}: refused model target {} claiming model {} {}: {}", remote.name,
+                m.target_path, m.meta.name, m.meta.version.text, m.refused);
+    }
+    doc["models"].push_back(model_json(m));
+  }
   (void)catalog::atomic_write_file(
       options_.config.paths.state_dir / "remotes" / remote.name / "catalog.json", doc.dump(1));
   {
@@ -384,6 +413,7 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
   // the roles.
   std::vector<std::vector<CatalogEntry>> fresh;
   std::vector<RefusedEntry> refused;
+  std::vector<ModelEntry> models;
   std::optional<catalog::Error> first_error;
   bool any_ok = false;
   for (const auto& remote : options_.config.remotes) {
@@ -397,6 +427,7 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
       }
       fresh.push_back(std::move(listed->entries));
       std::move(listed->refused.begin(), listed->refused.end(), std::back_inserter(refused));
+      std::move(listed->models.begin(), listed->models.end(), std::back_inserter(models));
       continue;
     }
     if (listed.error().code != catalog::Errc::cancelled) {
@@ -422,6 +453,10 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
     for (const auto& r : refused_) {
       if (r.entry.remote == remote.name) refused.push_back(r);
     }
+    for (const auto& [_, versions] : models_) {
+      std::copy_if(versions.begin(), versions.end(), std::back_inserter(models),
+                   [&](const ModelEntry& m) { return m.remote == remote.name; });
+    }
     fresh.push_back(std::move(kept));
   }
   std::uint64_t rev = 0;
@@ -431,6 +466,7 @@ void Broker::run_refresh(std::shared_ptr<Job> job) {
     std::lock_guard lock(mu_);
     catalog_ = drop_shadowed(std::move(all));
     refused_ = std::move(refused);
+    models_ = index_models(std::move(models));
     rev = revision_;
     if (!first_error) last_refresh_ = std::chrono::system_clock::now();
   }

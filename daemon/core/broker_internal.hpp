@@ -3,6 +3,8 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,6 +44,48 @@ std::vector<CatalogEntry> drop_shadowed(std::vector<CatalogEntry> entries);
 
 // A catalog entry as state/remotes/<name>/catalog.json keeps it.
 nlohmann::json entry_json(const CatalogEntry& e);
+
+// A target of a remote's listing read as a model card: nullopt when its
+// custom["epbroker"] is not model metadata (absent, an EP or runtime package,
+// or invalid). Else the entry, refused (ModelEntry::refused) when its path does
+// not bind its name, or when check_model_targets() against `signed_targets`
+// (the listing's targets) fails. Logs nothing.
+std::optional<ModelEntry> model_entry(const std::string& remote,
+                                      const catalog::tuf::TargetFile& target,
+                                      const catalog::ModelTargetLookup& signed_targets);
+
+// check_model_targets()' lookup over a listing's targets (which must outlive it).
+catalog::ModelTargetLookup listing_lookup(const std::vector<catalog::tuf::TargetFile>& targets);
+
+// catalog::tuf::Updater::withheld_by() of a listing whose delegated roles failed.
+using WithheldBy =
+    std::function<catalog::Result<std::optional<std::string>>(const std::string& target_path)>;
+// Whether a failed role withholds the card of `e` or a file of one of its
+// variants (so its check is unknown, not failed). Errors: withheld_by's.
+catalog::Result<bool> model_withheld(const ModelEntry& e, const WithheldBy& withheld_by);
+
+// After a listing whose delegated roles failed: drops from `fresh` the refused
+// models that model_withheld() says are withheld, then adds each of `previous`
+// (the remote's models before) that is withheld and whose card `fresh` no longer
+// lists. Errors: withheld_by's.
+catalog::Result<void> keep_withheld_models(std::vector<ModelEntry>& fresh,
+                                           std::vector<ModelEntry> previous,
+                                           const WithheldBy& withheld_by);
+
+// models_ as Broker keeps it, from entries in remote priority order: valid
+// versions of a name only from the first remote listing a valid one (see
+// drop_shadowed()), refused ones all kept; each name's newest version first.
+std::map<std::string, std::vector<ModelEntry>> index_models(std::vector<ModelEntry> entries);
+
+// A model entry as state/remotes/<name>/catalog.json keeps it ("models"), and
+// back: nullopt when `j` is not one (its metadata no longer parses). The name
+// binding is checked again on reading (a refusal it finds wins); a refusal the
+// file records stays.
+nlohmann::json model_json(const ModelEntry& e);
+std::optional<ModelEntry> model_from_json(const std::string& remote, const nlohmann::json& j);
+// The models of a catalog.json (`doc`); none when it has no "models" (written
+// before models were listed).
+std::vector<ModelEntry> models_from_cache(const std::string& remote, const nlohmann::json& doc);
 
 const config::Remote* find_remote(const config::Config& c, const std::string& name);
 

@@ -1,0 +1,160 @@
+// The models the trusted catalogs list (issue 21): how a refresh reads model cards,
+// how catalog.json keeps them, and Broker::catalog_models(). Contracts:
+// broker.hpp, broker_internal.hpp.
+#include <algorithm>
+#include <memory>
+
+#include "catalog/name_binding.hpp"
+#include "daemon/core/broker.hpp"
+#include "daemon/core/broker_internal.hpp"
+#include "daemon/log/log.hpp"
+
+namespace epbrokerd::core {
+
+namespace detail {
+
+std::optional<ModelEntry> model_entry(const std::string& remote,
+                                      const catalog::tuf::TargetFile& target,
+                                      const catalog::ModelTargetLookup& signed_targets) {
+  if (!target.custom.is_object() || !target.custom.contains("epbroker")) return std::nullopt;
+  auto meta = catalog::parse_model_metadata(target.custom);
+  if (!meta) return std::nullopt;  // an EP or runtime package, or not valid metadata
+  ModelEntry e{remote, target.path, target.length, std::move(*meta), ""};
+  if (auto bound = catalog::check_name_binding(e.meta.name, e.target_path); !bound) {
+    e.refused = bound.error().message;
+  } else if (auto signed_ok = catalog::check_model_targets(e.meta, signed_targets); !signed_ok) {
+    e.refused =
+        std::string(catalog::errc_name(signed_ok.error().code)) + ": " + signed_ok.error().message;
+  }
+  return e;
+}
+
+catalog::ModelTargetLookup listing_lookup(const std::vector<catalog::tuf::TargetFile>& targets) {
+  auto index =
+      std::make_shared<std::map<std::string, const catalog::tuf::TargetFile*, std::less<>>>();
+  for (const auto& t : targets) index->emplace(t.path, &t);
+  return [index](std::string_view path) -> std::optional<catalog::ModelTargetInfo> {
+    const auto it = index->find(path);
+    if (it == index->end()) return std::nullopt;
+    catalog::ModelTargetInfo info{it->second->length, ""};
+    if (auto h = it->second->hashes.find("sha256"); h != it->second->hashes.end()) {
+      info.sha256 = h->second;
+    }
+    return info;
+  };
+}
+
+catalog::Result<bool> model_withheld(const ModelEntry& e, const WithheldBy& withheld_by) {
+  std::vector<std::string> paths{e.target_path};
+  for (const auto& v : e.meta.variants) {
+    for (const auto& f : v.files) paths.push_back(catalog::model_blob_path(e.meta.name, f.sha256));
+  }
+  std::sort(paths.begin(), paths.end());
+  paths.erase(std::unique(paths.begin(), paths.end()), paths.end());
+  for (const auto& p : paths) {
+    auto by = withheld_by(p);
+    if (!by) return std::unexpected(by.error());
+    if (*by) return true;
+  }
+  return false;
+}
+
+catalog::Result<void> keep_withheld_models(std::vector<ModelEntry>& fresh,
+                                           std::vector<ModelEntry> previous,
+                                           const WithheldBy& withheld_by) {
+  std::vector<ModelEntry> kept;
+  for (auto& m : fresh) {
+    // Refused by its files' check (its name binds): maybe only for want of them.
+    if (!m.refused.empty() && catalog::check_name_binding(m.meta.name, m.target_path)) {
+      auto withheld = model_withheld(m, withheld_by);
+      if (!withheld) return std::unexpected(withheld.error());
+      if (*withheld) continue;
+    }
+    kept.push_back(std::move(m));
+  }
+  for (auto& m : previous) {
+    const bool listed = std::any_of(kept.begin(), kept.end(), [&](const ModelEntry& k) {
+      return k.target_path == m.target_path;
+    });
+    if (listed) continue;
+    auto withheld = model_withheld(m, withheld_by);
+    if (!withheld) return std::unexpected(withheld.error());
+    if (*withheld) kept.push_back(std::move(m));
+  }
+  fresh = std::move(kept);
+  return {};
+}
+
+std::map<std::string, std::vector<ModelEntry>> index_models(std::vector<ModelEntry> entries) {
+  std::map<std::string, std::string> owner;  // name -> the first remote with a valid version
+  for (const auto& e : entries) {
+    if (e.refused.empty()) owner.emplace(e.meta.name, e.remote);
+  }
+  std::map<std::string, std::vector<ModelEntry>> out;
+  for (auto& e : entries) {
+    if (e.refused.empty() && owner.at(e.meta.name) != e.remote) continue;
+    out[e.meta.name].push_back(std::move(e));
+  }
+  for (auto& [_, versions] : out) {
+    std::stable_sort(versions.begin(), versions.end(), [](const auto& a, const auto& b) {
+      return b.meta.version.value < a.meta.version.value;
+    });
+  }
+  return out;
+}
+
+nlohmann::json model_json(const ModelEntry& e) {
+  nlohmann::json j = {{"remote", e.remote},
+                      {"target_path", e.target_path},
+                      {"length", e.length},
+                      {"custom", catalog::to_json(e.meta)}};
+  if (!e.refused.empty()) j["refused"] = e.refused;
+  return j;
+}
+
+std::optional<ModelEntry> model_from_json(const std::string& remote, const nlohmann::json& j) {
+  if (!j.is_object()) return std::nullopt;
+  const auto path = j.find("target_path");
+  const auto length = j.find("length");
+  const auto custom = j.find("custom");
+  if (path == j.end() || !path->is_string() || length == j.end() || !length->is_number_unsigned() ||
+      custom == j.end()) {
+    return std::nullopt;
+  }
+  auto meta = catalog::parse_model_metadata(*custom);
+  if (!meta) return std::nullopt;
+  ModelEntry e{remote, path->get<std::string>(), length->get<std::uint64_t>(), std::move(*meta),
+               ""};
+  if (const auto refused = j.find("refused"); refused != j.end() && refused->is_string()) {
+    e.refused = refused->get<std::string>();
+  }
+  if (auto bound = catalog::check_name_binding(e.meta.name, e.target_path); !bound) {
+    log::warn("catalog cache: remote {}: refused model target {} claiming model {}: {}", remote,
+              e.target_path, e.meta.name, bound.error().message);
+    e.refused = bound.error().message;
+  } else if (e.refused.empty() && j.contains("refused")) {
+    e.refused = "refused by an earlier refresh";  // not a string: still refused
+  }
+  return e;
+}
+
+std::vector<ModelEntry> models_from_cache(const std::string& remote, const nlohmann::json& doc) {
+  std::vector<ModelEntry> out;
+  const auto models = doc.find("models");
+  if (models == doc.end() || !models->is_array()) return out;  // from before models
+  for (const auto& j : *models) {
+    if (auto e = model_from_json(remote, j)) out.push_back(std::move(*e));
+  }
+  return out;
+}
+
+}  // namespace detail
+
+std::vector<ModelEntry> Broker::catalog_models() const {
+  std::lock_guard lock(mu_);
+  std::vector<ModelEntry> out;
+  for (const auto& [_, versions] : models_) out.insert(out.end(), versions.begin(), versions.end());
+  return out;
+}
+
+}  // namespace epbrokerd::core
