@@ -117,6 +117,15 @@ struct InstallOptions {
   bool allow_older = false;
 };
 
+// Broker::ensure_model(): which variant of which version, and for which app.
+struct ModelInstallOptions {
+  std::string version;  // "" = the newest valid version
+  std::string variant;  // "" = plan_variant() chooses for `policy` and `ort_version`;
+                        // an explicit id is installed whatever the machine has
+  common::Policy policy = common::Policy::default_policy;
+  std::string ort_version;  // the app's ORT, e.g. "1.30.0"; "" = not checked
+};
+
 // One package an update (or rollback) moves, or would move (dry run).
 struct UpdateChange {
   std::string name;
@@ -283,6 +292,18 @@ class Broker {
   // other remotes' valid versions of that name are not listed. What is installed
   // is not looked at (store::Store::models()).
   std::vector<ModelEntry> catalog_models() const;
+  // Installs one variant of model NAME (org.epbroker.install) as a job of kind
+  // model, Target "NAME/VARIANT": the given version (else the newest valid one),
+  // the given variant (else plan_variant() over the machine's devices and the
+  // providers); done at once when that variant is installed. The job asks the
+  // committer which blobs the store lacks, downloads each signed target
+  // NAME/blobs/<sha256> (BytesTotal: their sizes) and commits (broker_install.cpp).
+  // A model job already running for that target is returned. Errors:
+  // InvalidArgument (name, ort_version), NotFound (no such model, version or
+  // variant), VerificationFailed (the version is refused: ModelEntry::refused),
+  // Incompatible (no variant fits), NotAuthorized, Busy (per-client job limit).
+  Result<std::uint64_t> ensure_model(const RequestContext& ctx, const std::string& name,
+                                     const ModelInstallOptions& options);
 
   bool idle() const;  // no active job and no session
   std::uint64_t catalog_revision() const;
@@ -304,6 +325,8 @@ class Broker {
     RequestContext ctx;        // who asked (history's uid)
   };
   void run_install(std::shared_ptr<Job> job, CatalogEntry entry, InstallIntent intent);
+  // A model job's work (broker_install.cpp).
+  void run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::string variant);
   // Starts an install job of `entry` (one per package name: a running one is
   // returned). Pins the version so no collection takes it before it is current.
   Result<std::uint64_t> start_install(const RequestContext& ctx, CatalogEntry entry,

@@ -1,6 +1,6 @@
 // The install job: the download with progress and cancel (ProgressFetcher), the
 // pipe that streams it to the commit helper as it arrives (StreamPipe), and the
-// job's steps (run_install).
+// job's steps (run_install), and a model variant's job (run_model_install).
 #include "daemon/core/broker.hpp"
 
 #include <fcntl.h>
@@ -9,13 +9,16 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <set>
 
+#include "catalog/model_metadata.hpp"
 #include "catalog/name_binding.hpp"
 #include "catalog/tuf/updater.hpp"
 #include "catalog/unique_fd.hpp"
 
 #include "daemon/core/broker_internal.hpp"
 #include "daemon/log/log.hpp"
+#include "daemon/store/model_store.hpp"
 
 namespace epbrokerd::core {
 
@@ -282,6 +285,114 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry, InstallIn
   end(installed);
   invalidate_providers();  // current changed
   if (installed && listener_) listener_->providers_changed();
+}
+
+void Broker::run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::string variant) {
+  auto end = [&](const catalog::Result<void>& done) {
+    if (done) {
+      job->succeed();
+    } else {
+      log::warn("model {} {} ({}): {}", entry.name(), entry.version(), variant,
+                done.error().message);
+      job->fail(done.error());
+    }
+  };
+  const config::Remote* remote = find_remote(options_.config, entry.remote);
+  if (remote == nullptr) {
+    end(catalog::fail(catalog::Errc::not_found,
+                      "remote " + entry.remote + " is no longer configured"));
+    return;
+  }
+  // 1. Refresh (metadata older than its timestamp gets updated) by asking for
+  //    the card: the committer verifies the chain the daemon persisted.
+  job->set_state(JobState::downloading);
+  auto fetcher = options_.fetcher_factory(*remote);
+  ProgressFetcher progress(*fetcher, *job, 0);
+  auto ucfg = updater_config(options_.config, *remote, *job);
+  if (auto ok = ensure_trusted_root(*remote, ucfg.metadata_dir); !ok) {
+    end(std::unexpected(ok.error()));
+    return;
+  }
+  catalog::tuf::Updater updater(ucfg, progress);
+  auto card = updater.get_targetinfo(entry.target_path);
+  if (!card) {
+    end(std::unexpected(card.error()));
+    return;
+  }
+  auto meta = catalog::parse_model_metadata(card->custom);
+  if (!meta) {
+    end(std::unexpected(meta.error()));
+    return;
+  }
+  const auto v = std::ranges::find(meta->variants, variant, &catalog::ModelVariant::id);
+  if (v == meta->variants.end()) {
+    end(catalog::fail(catalog::Errc::not_found,
+                      "the signed card no longer lists variant " + variant));
+    return;
+  }
+  // 2. Progress over the contents store/_blobs lacks now (what the committer will
+  //    ask for, unless the store changes meanwhile: a blob it asks for beyond
+  //    these adds its length).
+  std::set<std::string> expected;
+  std::uint64_t total = 0;
+  const fs::path blobs_dir = store_.store_dir() / store::kBlobsDirName / "sha256";
+  for (const auto& f : v->files) {
+    std::error_code ec;
+    if (fs::is_regular_file(blobs_dir / f.sha256, ec)) continue;
+    if (expected.insert(f.sha256).second) total += f.size;
+  }
+  progress.set_total(total);
+  job->set_progress(0, total);
+  // 3. The committer asks for each blob it lacks: downloaded (capped and hashed
+  //    against its signed target NAME/blobs/<sha256>), handed over as an open
+  //    descriptor of the unlinked file; it copies and checks the bytes again.
+  store::BlobSource blobs = [&](const std::string& sha256) -> catalog::Result<catalog::UniqueFd> {
+    auto info = updater.get_targetinfo(catalog::model_blob_path(entry.name(), sha256));
+    if (!info) return std::unexpected(info.error());
+    if (!expected.contains(sha256)) {
+      total += info->length;
+      progress.set_total(total);
+    }
+    auto file = updater.download_target(*info);
+    if (!file) return std::unexpected(file.error());
+    catalog::UniqueFd fd(::open(file->c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    std::error_code ec;
+    fs::remove(*file, ec);
+    if (!fd.valid()) return catalog::fail(catalog::Errc::io, "open the downloaded blob " + sha256);
+    return fd;
+  };
+  catalog::UniqueFd metadata_fd(
+      ::open(ucfg.metadata_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!metadata_fd.valid()) {
+    end(catalog::fail(catalog::Errc::io, "open the trusted metadata for the commit"));
+    return;
+  }
+  auto installed = options_.committer->install_model(
+      {entry.remote, entry.target_path, variant, false, metadata_fd.get()}, blobs,
+      [&](store::InstallPhase, std::uint64_t, std::uint64_t) {
+        job->set_state(JobState::installing);
+      },
+      job->stop_token());
+  if (!installed) {
+    // A download the cancel stopped says cancelled, whatever the committer made of it.
+    if (job->cancel_requested()) {
+      end(catalog::fail(catalog::Errc::cancelled, "cancelled"));
+    } else {
+      end(std::unexpected(installed.error()));
+    }
+    return;
+  }
+  // 4. The store as the disk now says.
+  if (auto ok = store_.reload(); !ok) {
+    end(std::unexpected(ok.error()));
+    return;
+  }
+  if (!store_.find_model(entry.name(), entry.version(), variant)) {
+    end(catalog::fail(catalog::Errc::io, "the committed variant is not in the store"));
+    return;
+  }
+  job->set_progress(total, total);
+  end({});
 }
 
 }  // namespace epbrokerd::core

@@ -7,6 +7,7 @@
 #include "catalog/name_binding.hpp"
 #include "daemon/core/broker.hpp"
 #include "daemon/core/broker_internal.hpp"
+#include "daemon/core/variant_plan.hpp"
 #include "daemon/log/log.hpp"
 
 namespace epbrokerd::core {
@@ -155,6 +156,97 @@ std::vector<ModelEntry> Broker::catalog_models() const {
   std::vector<ModelEntry> out;
   for (const auto& [_, versions] : models_) out.insert(out.end(), versions.begin(), versions.end());
   return out;
+}
+
+namespace {
+
+// The providers as plan_variant() sees them (ProviderView -> ProviderOffer); a
+// view whose ort_min does not parse offers none (it is not usable).
+std::vector<ProviderOffer> offers_of(const std::vector<ProviderView>& views) {
+  std::vector<ProviderOffer> out;
+  for (const auto& v : views) {
+    ProviderOffer o{v.name, v.kind, v.state, v.ep_names, {}, v.vendor, v.devices};
+    if (auto ort = catalog::parse_version_text(v.ort_min)) {
+      o.ort_min = std::move(*ort);
+    } else {
+      o.state = common::ProviderState::incompatible;
+    }
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<std::uint64_t> Broker::ensure_model(const RequestContext& ctx, const std::string& name,
+                                           const ModelInstallOptions& options) {
+  // 1. Arguments, then authority, then the catalog.
+  if (!detail::valid_name(name)) return fail(Errc::InvalidArgument, "invalid model name");
+  std::optional<catalog::Version> app_ort;
+  if (!options.ort_version.empty()) {
+    auto v = catalog::parse_version(options.ort_version);
+    if (!v)
+      return fail(Errc::InvalidArgument, "invalid ONNX Runtime version: " + v.error().message);
+    app_ort = *v;
+  }
+  if (auto ok = options_.authorizer->check(ctx, Action::install); !ok) {
+    return std::unexpected(ok.error());
+  }
+  std::optional<ModelEntry> entry;
+  std::string refused;  // why the version asked for (or every version) is refused
+  {
+    std::lock_guard lock(mu_);
+    const auto it = models_.find(name);
+    if (it == models_.end()) {
+      return fail(Errc::NotFound, "no trusted catalog lists a model named '" + name + "'");
+    }
+    for (const auto& e : it->second) {
+      if (!options.version.empty() && e.version() != options.version) continue;
+      if (!e.refused.empty()) {
+        if (refused.empty()) refused = name + " " + e.version() + " is refused: " + e.refused;
+        continue;
+      }
+      entry = e;  // newest first
+      break;
+    }
+  }
+  if (!entry) {
+    if (!refused.empty()) return fail(Errc::VerificationFailed, refused);
+    return fail(Errc::NotFound,
+                "no trusted catalog lists version " + options.version + " of model '" + name + "'");
+  }
+  // 2. The variant: the one asked for (installed whatever this machine has: it
+  //    may be for later, or for another app), else the one planned for this machine.
+  std::string variant = options.variant;
+  if (!variant.empty()) {
+    if (std::ranges::find(entry->meta.variants, variant, &catalog::ModelVariant::id) ==
+        entry->meta.variants.end()) {
+      return fail(Errc::NotFound, name + " " + entry->version() + " has no variant " + variant);
+    }
+  } else {
+    const auto offers = offers_of(providers());
+    auto choice =
+        plan_variant(entry->meta, devices_, offers, VariantRequest{options.policy, app_ort, ""});
+    if (!choice) return std::unexpected(choice.error());
+    variant = choice->variant;
+  }
+  const std::string target = name + "/" + variant;
+  // 3. Installed already: a job that is done at once, so callers wait the same way.
+  if (auto running = jobs_.find_active(JobKind::model, target)) return running->id();
+  if (store_.find_model(name, entry->version(), variant)) {
+    auto job = jobs_.create(JobKind::model, target, ctx);
+    job->describe(entry->version(), entry->remote);
+    job->succeed();
+    return job->id();
+  }
+  if (!ctx.sender.empty() &&
+      jobs_.active_count_for(ctx.sender) >= options_.config.daemon.max_jobs_per_client) {
+    return fail(Errc::Busy, ctx.sender + " already runs the per-client maximum of jobs");
+  }
+  auto job = jobs_.create(JobKind::model, target, ctx);
+  job->describe(entry->version(), entry->remote);
+  spawn([this, job, e = std::move(*entry), v = variant] { run_model_install(job, e, v); });
+  return job->id();
 }
 
 }  // namespace epbrokerd::core

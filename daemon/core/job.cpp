@@ -15,6 +15,8 @@ std::string_view job_kind_name(JobKind k) {
       return "refresh";
     case JobKind::verify:
       return "verify";
+    case JobKind::model:
+      return "model";
   }
   return "install";  // not a JobKind value (a cast)
 }

@@ -23,8 +23,9 @@ namespace epbrokerd::core {
 
 // install: a package (Target its name); refresh: the catalogs of every remote;
 // verify: re-hashing the store (Broker::start_verify; BytesDone/BytesTotal over the
-// installed bytes to hash).
-enum class JobKind { install, refresh, verify };
+// installed bytes to hash); model: one variant of an ML model (Target "NAME/VARIANT";
+// Broker::ensure_model(); BytesTotal over the blobs it downloads).
+enum class JobKind { install, refresh, verify, model };
 // The states a job goes through, as Job1.State reports them (common/wire.hpp).
 using common::job_state_name;
 using common::JobState;
