@@ -65,6 +65,18 @@ inline constexpr const char* policy = "policy";
 inline constexpr const char* ort_version = "ort_version";
 inline constexpr const char* providers = "providers";
 inline constexpr const char* download = "download";
+// models (ListModels; also name, version, state, reason, remote, id, devices,
+// ort_min, size) and EnsureModel's options (also version, policy, ort_version)
+inline constexpr const char* publisher = "publisher";
+inline constexpr const char* license = "license";
+inline constexpr const char* license_url = "license_url";
+inline constexpr const char* description = "description";
+inline constexpr const char* task = "task";
+inline constexpr const char* variants = "variants";  // aa{sv}: id, devices, eps, ort_min, ...
+inline constexpr const char* eps = "eps";
+inline constexpr const char* opset = "opset";
+inline constexpr const char* installed = "installed";
+inline constexpr const char* variant = "variant";
 }  // namespace key
 
 // Job1.State and Finished's state.

@@ -292,6 +292,9 @@ class Broker {
   // other remotes' valid versions of that name are not listed. What is installed
   // is not looked at (store::Store::models()).
   std::vector<ModelEntry> catalog_models() const;
+  // Whether the store holds variant VARIANT of model NAME at VERSION.
+  bool has_model(const std::string& name, const std::string& version,
+                 const std::string& variant) const;
   // Installs one variant of model NAME (org.epbroker.install) as a job of kind
   // model, Target "NAME/VARIANT": the given version (else the newest valid one),
   // the given variant (else plan_variant() over the machine's devices and the

@@ -158,6 +158,11 @@ std::vector<ModelEntry> Broker::catalog_models() const {
   return out;
 }
 
+bool Broker::has_model(const std::string& name, const std::string& version,
+                       const std::string& variant) const {
+  return store_.find_model(name, version, variant).has_value();
+}
+
 namespace {
 
 // The providers as plan_variant() sees them (ProviderView -> ProviderOffer); a

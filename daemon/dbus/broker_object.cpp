@@ -69,6 +69,46 @@ void BrokerObject::EnsureProvider(sdbus::Result<sdbus::ObjectPath>&& result, std
       [this](std::uint64_t id) { return service_.publish_job(id); });
 }
 
+Dicts BrokerObject::ListModels(const Options& options) {
+  return guarded([&] {
+    const auto call = service_.enter_call(getObject(), "ListModels", false);
+    check_model_list_options(options);
+    auto& broker = service_.broker();
+    Dicts out;
+    for (const auto& m : broker.catalog_models()) {
+      out.push_back(to_dict(m, [&](const std::string& variant) {
+        return broker.has_model(m.name(), m.version(), variant);
+      }));
+    }
+    return out;
+  });
+}
+
+void BrokerObject::EnsureModel(sdbus::Result<sdbus::ObjectPath>&& result, std::string name,
+                               Options options) {
+  // A bad option is refused before anyone is asked.
+  std::optional<core::ModelInstallOptions> install;
+  try {
+    guarded([&] { install = parse_model_install_options(options); });
+  } catch (const sdbus::Error& e) {
+    answer_error(result, e);
+    return;
+  }
+  authorized(
+      service_, getObject(), "EnsureModel", true, std::move(result),
+      [this, name = std::move(name), install = *install](const core::RequestContext& ctx) {
+        auto id = service_.broker().ensure_model(ctx, name, install);
+        if (id) {
+          log::info("ensure model {}{}{} for {} (uid {}): job {}", name,
+                    install.version.empty() ? std::string() : "@" + install.version,
+                    install.variant.empty() ? std::string() : "/" + install.variant, ctx.sender,
+                    ctx.uid, *id);
+        }
+        return id;
+      },
+      [this](std::uint64_t id) { return service_.publish_job(id); });
+}
+
 void BrokerObject::InstallProvider(sdbus::Result<sdbus::ObjectPath>&& result, std::string name,
                                    Options options) {
   // A bad option is refused before anyone is asked.

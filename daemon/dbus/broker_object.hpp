@@ -31,6 +31,9 @@ class BrokerObject final
   Dicts ListDevices() override;
   Dicts ListProviders() override;
   void EnsureProvider(sdbus::Result<sdbus::ObjectPath>&& result, std::string name) override;
+  Dicts ListModels(const Options& options) override;
+  void EnsureModel(sdbus::Result<sdbus::ObjectPath>&& result, std::string name,
+                   Options options) override;
   void InstallProvider(sdbus::Result<sdbus::ObjectPath>&& result, std::string name,
                        Options options) override;
   void Update(sdbus::Result<Dicts>&& result, std::vector<std::string> names,

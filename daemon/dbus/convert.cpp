@@ -221,4 +221,35 @@ Dict to_dict(const core::VersionRef& r) {
   return {{key::name, sdbus::Variant(r.name)}, {key::version, sdbus::Variant(r.version)}};
 }
 
+Dict to_dict(const core::ModelEntry& m, const std::function<bool(const std::string&)>& installed) {
+  namespace key = common::key;
+  const auto state =
+      m.refused.empty() ? common::ProviderState::available : common::ProviderState::refused;
+  std::vector<Dict> variants;
+  for (const auto& v : m.meta.variants) {
+    std::vector<std::string> devices;
+    for (const auto d : v.devices) devices.emplace_back(catalog::device_type_name(d));
+    std::uint64_t size = 0;
+    for (const auto& f : v.files) size += f.size;
+    variants.push_back({{key::id, sdbus::Variant(v.id)},
+                        {key::devices, sdbus::Variant(devices)},
+                        {key::eps, sdbus::Variant(v.eps)},
+                        {key::ort_min, sdbus::Variant(v.ort_min.text)},
+                        {key::opset, sdbus::Variant(v.opset)},
+                        {key::size, sdbus::Variant(size)},
+                        {key::installed, sdbus::Variant(installed(v.id))}});
+  }
+  return {{key::name, sdbus::Variant(m.meta.name)},
+          {key::version, sdbus::Variant(m.meta.version.text)},
+          {key::publisher, sdbus::Variant(m.meta.publisher)},
+          {key::license, sdbus::Variant(m.meta.license)},
+          {key::license_url, sdbus::Variant(m.meta.license_url)},
+          {key::description, sdbus::Variant(m.meta.description)},
+          {key::task, sdbus::Variant(m.meta.task)},
+          {key::state, sdbus::Variant(std::string(common::provider_state_name(state)))},
+          {key::reason, sdbus::Variant(m.refused)},
+          {key::remote, sdbus::Variant(m.remote)},
+          {key::variants, sdbus::Variant(variants)}};
+}
+
 }  // namespace epbrokerd::dbus

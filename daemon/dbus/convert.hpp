@@ -3,6 +3,7 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@ Dict to_dict(const core::VerifyResult& r);
 Dict to_dict(const core::HistoryEntry& e);
 Dict to_dict(const core::UpdateChange& c);  // job only when one was started
 Dict to_dict(const core::VersionRef& r);
+// A ListModels dict; `installed(variant id)` says whether the store has that variant.
+Dict to_dict(const core::ModelEntry& m, const std::function<bool(const std::string&)>& installed);
 // Appends `providers` to `m` as aa{sv}, the same dicts as to_dict() gives, written
 // value by value: no sdbus::Variant (each its own message) is built or copied.
 void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers);

@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "catalog/version.hpp"
 #include "common/wire.hpp"
 #include "daemon/dbus/errors.hpp"
 
@@ -78,6 +79,51 @@ core::InstallOptions parse_install_options(const Options& opts) {
       r.version = v.bounded_string();
     } else if (key == common::key::allow_older) {
       r.allow_older = v.get<bool>("b");
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return r;
+}
+
+namespace {
+
+common::Policy policy_of(const std::string& text) {
+  const auto p = common::parse_policy(text);
+  if (!p) invalid("unknown policy '" + text + "'");
+  return *p;
+}
+
+}  // namespace
+
+void check_model_list_options(const Options& opts) {
+  for_each_option(opts, [&](std::string_view key, const Reader& v) {
+    if (key == common::key::policy) {
+      (void)policy_of(v.bounded_string());
+    } else if (key == common::key::ort_version) {
+      const auto text = v.bounded_string();
+      if (auto parsed = catalog::parse_version(text); !parsed) {
+        invalid("invalid ONNX Runtime version: " + parsed.error().message);
+      }
+    } else {
+      return false;
+    }
+    return true;
+  });
+}
+
+core::ModelInstallOptions parse_model_install_options(const Options& opts) {
+  core::ModelInstallOptions r;
+  for_each_option(opts, [&](std::string_view key, const Reader& v) {
+    if (key == common::key::variant) {
+      r.variant = v.bounded_string();
+    } else if (key == common::key::version) {
+      r.version = v.bounded_string();
+    } else if (key == common::key::policy) {
+      r.policy = policy_of(v.bounded_string());
+    } else if (key == common::key::ort_version) {
+      r.ort_version = v.bounded_string();
     } else {
       return false;
     }

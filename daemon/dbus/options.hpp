@@ -29,6 +29,12 @@ core::SessionRequest parse_session_options(const Options& opts);
 // InstallProvider: version s, allow_older b.
 core::InstallOptions parse_install_options(const Options& opts);
 
+// ListModels: policy s, ort_version s (both checked: a known policy, a version
+// that parses), else InvalidArgument.
+void check_model_list_options(const Options& opts);
+// EnsureModel: variant s, version s, policy s (a known one), ort_version s.
+core::ModelInstallOptions parse_model_install_options(const Options& opts);
+
 // Update: dry_run b.
 struct UpdateOptions {
   bool dry_run = false;

@@ -10,6 +10,7 @@
 #include "catalog/canonical_json.hpp"
 #include "catalog/crypto/hash.hpp"
 #include "catalog/ep_metadata.hpp"
+#include "catalog/model_metadata.hpp"
 #include "catalog/package/extract.hpp"
 #include "catalog/package/pack.hpp"
 #include "catalog/tuf/repository.hpp"
@@ -138,6 +139,19 @@ void TestCatalog::add_target(const catalog::EpMetadata& meta, const fs::path& pa
 void TestCatalog::publish() {
   const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
   ok_or_throw(repo_.publish(catalog::tuf::directory_writer(repo_dir()), now), "publish");
+}
+
+void TestCatalog::publish_model(const catalog::ModelMetadata& meta,
+                                const std::vector<std::string>& files) {
+  for (const auto& bytes : files) {
+    const std::string path =
+        catalog::model_blob_path(meta.name, catalog::crypto::sha256_hex(bytes));
+    ok_or_throw(repo_.add_target(path, bytes, nullptr), "add " + path);
+  }
+  const std::string card = meta.name + "/" + meta.name + "-" + meta.version.text + ".model.json";
+  ok_or_throw(repo_.add_target(card, catalog::to_json(meta).dump(), catalog::to_json(meta)),
+              "add " + card);
+  publish();
 }
 
 void TestCatalog::publish_version(const std::string& name, const std::string& version,

@@ -24,8 +24,10 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "catalog/ep_metadata.hpp"
+#include "catalog/model_metadata.hpp"
 #include "catalog/tuf/repository.hpp"
 #include "tests/daemon/integration/private_bus.hpp"
 #include "tests/support/http_server.hpp"
@@ -86,6 +88,11 @@ class TestCatalog {
   // new signed repository state, served at once. Throws std::runtime_error.
   void publish_version(const std::string& name, const std::string& version,
                        const std::string& ort_min = "");
+  // Adds model `meta` (catalog/model_metadata.hpp): each of `files` (the bytes
+  // of the variants' files) as target NAME/blobs/<sha256>, the card as target
+  // "NAME/NAME-VERSION.model.json", and publishes a new state. Throws
+  // std::runtime_error.
+  void publish_model(const catalog::ModelMetadata& meta, const std::vector<std::string>& files);
   // Removes target "NAME/NAME-VERSION.tar.zst" (any version, the constructor's
   // too) and publishes a new state. Throws std::runtime_error.
   void withdraw(const std::string& name, const std::string& version);

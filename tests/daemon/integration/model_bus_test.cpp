@@ -1,0 +1,180 @@
+// Broker1.ListModels and EnsureModel on the private bus: a model the test catalog
+// publishes (two variants sharing a file) is listed with its variants, EnsureModel
+// installs a variant as a Job1 of kind "model", and bad requests get the
+// documented errors.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "catalog/crypto/hash.hpp"
+#include "catalog/model_metadata.hpp"
+#include "common/wire.hpp"
+#include "tests/daemon/integration/fixture.hpp"
+
+namespace tests::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+namespace key = common::key;
+
+const std::string kModel = "tiny-net";
+const std::string kFp32 = "fp32 weights of tiny-net";
+const std::string kInt8 = "int8 weights";
+const std::string kLabels = "cat\ndog\n";
+
+catalog::ModelMetadata model_meta() {
+  nlohmann::json c = {{"epbroker",
+                       {{"schema", 2},
+                        {"kind", "model"},
+                        {"name", kModel},
+                        {"version", "1.0"},
+                        {"publisher", "Test"},
+                        {"license", "Apache-2.0"},
+                        {"license_url", "https://example.com/license"},
+                        {"task", "image-classification"},
+                        {"inputs", {{{"name", "data"}, {"type", "float"}, {"shape", {"N", 3}}}}},
+                        {"outputs", {{{"name", "prob"}, {"type", "float"}, {"shape", {"N", 2}}}}},
+                        {"variants", nlohmann::json::array()}}}};
+  for (const auto& [id, weights] : {std::pair{"fp32", kFp32}, std::pair{"int8", kInt8}}) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& [path, bytes] : {std::pair{"labels.txt", kLabels}, {"model.onnx", weights}}) {
+      files.push_back(
+          {{"path", path}, {"size", bytes.size()}, {"sha256", catalog::crypto::sha256_hex(bytes)}});
+    }
+    nlohmann::json v = {
+        {"id", id}, {"ort_min", "1.20"}, {"opset", 17}, {"main", "model.onnx"}, {"files", files}};
+    if (std::string(id) == "int8") {
+      v["devices"] = {"npu"};
+      v["eps"] = {"TestNpuExecutionProvider"};
+    }
+    c["epbroker"]["variants"].push_back(v);
+  }
+  auto m = catalog::parse_model_metadata(c);
+  EXPECT_TRUE(m.has_value()) << m.error().message;
+  return m.value_or(catalog::ModelMetadata{});
+}
+
+Dicts variants_of(const Dict& row) {
+  const auto it = row.find(key::variants);
+  if (it == row.end()) {
+    ADD_FAILURE() << "no variants";
+    return {};
+  }
+  return it->second.get<Dicts>();
+}
+
+class ModelBusTest : public CatalogTest {
+ protected:
+  void SetUp() override {
+    CatalogTest::SetUp();
+    if (IsSkipped()) return;
+    catalog_ = std::make_unique<TestCatalog>();
+    catalog_->publish_model(model_meta(), {kFp32, kInt8, kLabels});
+    start();
+    refresh();
+  }
+};
+
+TEST_F(ModelBusTest, ListModelsListsTheModelAndItsVariants) {
+  const Dicts models = broker_->ListModels({});
+  ASSERT_EQ(models.size(), 1U);
+  const Dict& m = models[0];
+  EXPECT_EQ(str(m, key::name), kModel);
+  EXPECT_EQ(str(m, key::version), "1.0");
+  EXPECT_EQ(str(m, key::publisher), "Test");
+  EXPECT_EQ(str(m, key::license), "Apache-2.0");
+  EXPECT_EQ(str(m, key::license_url), "https://example.com/license");
+  EXPECT_EQ(str(m, key::task), "image-classification");
+  EXPECT_EQ(str(m, key::state), "available");
+  EXPECT_EQ(str(m, key::reason), "");
+  EXPECT_EQ(str(m, key::remote), "test");
+  const Dicts variants = variants_of(m);
+  ASSERT_EQ(variants.size(), 2U);
+  EXPECT_EQ(str(variants[0], key::id), "fp32");
+  EXPECT_TRUE(strs(variants[0], key::devices).empty());
+  EXPECT_TRUE(strs(variants[0], key::eps).empty());
+  EXPECT_EQ(str(variants[0], key::ort_min), "1.20");
+  EXPECT_EQ(variants[0].at(key::opset).get<std::uint32_t>(), 17U);
+  EXPECT_EQ(u64(variants[0], key::size), kLabels.size() + kFp32.size());
+  EXPECT_FALSE(variants[0].at(key::installed).get<bool>());
+  EXPECT_EQ(str(variants[1], key::id), "int8");
+  EXPECT_EQ(strs(variants[1], key::devices), std::vector<std::string>{"npu"});
+  EXPECT_EQ(strs(variants[1], key::eps), std::vector<std::string>{"TestNpuExecutionProvider"});
+  EXPECT_EQ(u64(variants[1], key::size), kLabels.size() + kInt8.size());
+
+  // The options are checked.
+  EXPECT_EQ(broker_
+                ->ListModels({{key::policy, sdbus::Variant(std::string("prefer_cpu"))},
+                              {key::ort_version, sdbus::Variant(std::string("1.22.0"))}})
+                .size(),
+            1U);
+  const std::string invalid = "org.epbroker.Error.InvalidArgument";
+  EXPECT_EQ(error_name_of([&] {
+              broker_->ListModels({{key::policy, sdbus::Variant(std::string("fastest"))}});
+            }),
+            invalid);
+  EXPECT_EQ(error_name_of([&] {
+              broker_->ListModels({{key::ort_version, sdbus::Variant(std::string("one"))}});
+            }),
+            invalid);
+  EXPECT_EQ(error_name_of([&] {
+              broker_->ListModels({{"colour", sdbus::Variant(true)}});
+            }),
+            invalid);
+}
+
+TEST_F(ModelBusTest, EnsureModelInstallsTheVariantAsAJob) {
+  const std::string job =
+      broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(std::string("fp32"))}});
+  ASSERT_EQ(wait_job(*conn_, job), "done")
+      << job_property(*conn_, job, "ErrorMessage").get<std::string>();
+  EXPECT_EQ(job_property(*conn_, job, "Kind").get<std::string>(), "model");
+  EXPECT_EQ(job_property(*conn_, job, "Target").get<std::string>(), kModel + "/fp32");
+
+  const fs::path dir = bus_->store_dir() / "_models" / kModel / "1.0" / "fp32";
+  EXPECT_TRUE(fs::is_regular_file(dir / "model.onnx")) << dir;
+  EXPECT_TRUE(fs::is_regular_file(dir / "labels.txt")) << dir;
+  if (fs::is_regular_file(dir / "model.onnx")) {
+    EXPECT_EQ(fs::file_size(dir / "model.onnx"), kFp32.size());
+  }
+
+  const Dicts variants = variants_of(broker_->ListModels({}).at(0));
+  ASSERT_EQ(variants.size(), 2U);
+  EXPECT_TRUE(variants[0].at(key::installed).get<bool>());
+  EXPECT_FALSE(variants[1].at(key::installed).get<bool>());
+
+  // Again: a job that is done at once.
+  const std::string again =
+      broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(std::string("fp32"))}});
+  EXPECT_EQ(wait_job(*conn_, again), "done");
+}
+
+TEST_F(ModelBusTest, EnsureModelErrors) {
+  EXPECT_EQ(error_name_of([&] { broker_->EnsureModel("no-such-model", {}); }),
+            "org.epbroker.Error.NotFound");
+  EXPECT_EQ(error_name_of([&] {
+              broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(std::string("fp64"))}});
+            }),
+            "org.epbroker.Error.NotFound");
+  const std::string invalid = "org.epbroker.Error.InvalidArgument";
+  EXPECT_EQ(error_name_of([&] {
+              broker_->EnsureModel(kModel, {{"colour", sdbus::Variant(true)}});
+            }),
+            invalid);
+  EXPECT_EQ(error_name_of([&] {
+              broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(std::uint32_t{1})}});
+            }),
+            invalid);
+  EXPECT_EQ(error_name_of([&] {
+              broker_->EnsureModel(kModel, {{key::policy, sdbus::Variant(std::string("fastest"))}});
+            }),
+            invalid);
+  EXPECT_EQ(error_name_of([&] { broker_->EnsureModel("Bad Name", {}); }), invalid);
+}
+
+}  // namespace
+}  // namespace tests::daemon
