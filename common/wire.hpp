@@ -77,6 +77,19 @@ inline constexpr const char* eps = "eps";
 inline constexpr const char* opset = "opset";
 inline constexpr const char* installed = "installed";
 inline constexpr const char* variant = "variant";
+// ListModels: the variant this machine would get (also policy, ort_version in)
+inline constexpr const char* planned = "planned";
+inline constexpr const char* plan_device = "plan_device";
+inline constexpr const char* plan_ep = "plan_ep";
+inline constexpr const char* plan_reason = "plan_reason";
+// RequestSession's models option (a{ss}) and each granted model (kind "model";
+// also name, version, variant, state, devices, eps, job, reason)
+inline constexpr const char* models = "models";
+inline constexpr const char* path = "path";
+inline constexpr const char* main = "main";
+inline constexpr const char* files = "files";
+// RemoveModel's options (also version, variant)
+inline constexpr const char* now = "now";
 }  // namespace key
 
 // Job1.State and Finished's state.
@@ -98,6 +111,10 @@ inline constexpr ProviderState kAllProviderStates[] = {
     ProviderState::incompatible, ProviderState::revoked,   ProviderState::refused};
 std::string_view provider_state_name(ProviderState s);
 std::optional<ProviderState> parse_provider_state(std::string_view text);
+
+// The "kind" of a granted model in RequestSession's reply (a provider's kind is
+// a PackageKind), and the Kind of a model job (Job1).
+inline constexpr std::string_view kModelKind = "model";
 
 // A provider's "kind" (as its EP metadata says).
 enum class PackageKind { execution_provider, runtime };
