@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <exception>
+#include <map>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -324,6 +325,22 @@ Result<ModelMetadata> parse_object(const json& obj, const std::string& path) {
     EPB_TRY(r, read_list<ModelVariant>(**v, field, 1, kMaxModelVariants, read_variant));
     if (auto dup = first_duplicate(*r, [](const ModelVariant& x) { return x.id; })) {
       return bad(member_path(index_path(field, *dup), "id"), "duplicate variant id");
+    }
+    // One content, one size: a sha256 listed twice (variants share files) with two
+    // sizes cannot be signed as both, so such a card is refused here, by its
+    // field, rather than later as a target that does not match.
+    std::map<std::string_view, std::pair<std::uint64_t, std::string>> sizes;
+    for (std::size_t i = 0; i < r->size(); ++i) {
+      const auto& files = (*r)[i].files;
+      for (std::size_t k = 0; k < files.size(); ++k) {
+        const std::string at = index_path(member_path(index_path(field, i), "files"), k);
+        auto [it, fresh] = sizes.try_emplace(files[k].sha256, files[k].size, at);
+        if (!fresh && it->second.first != files[k].size) {
+          return bad(member_path(at, "size"),
+                     std::to_string(files[k].size) + ", but " + it->second.second +
+                         " has the same sha256 with size " + std::to_string(it->second.first));
+        }
+      }
     }
     m.variants = std::move(*r);
   }

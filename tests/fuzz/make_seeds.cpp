@@ -1,9 +1,10 @@
 // Writes the seed corpora of the fuzz targets: make_seeds OUTDIR creates
-// OUTDIR/{tuf_metadata,ep_metadata,config,archive}/ with one file per seed.
+// OUTDIR/{tuf_metadata,ep_metadata,model_metadata,config,archive}/ with one file per seed.
 //
 // The seeds are what the tests use, built the way the tests build them: the
 // signed TUF repository of fuzz_support (Repository, as tests/unit and
-// tests/integration do), the EP metadata examples of tests/unit/ep_metadata_test,
+// tests/integration do), the EP metadata examples of tests/unit/ep_metadata_test, the
+// model cards of tests/unit/model_metadata_test,
 // the config cases of tests/daemon/config_test, and packages made by
 // pack_directory() and by libarchive directly (honest, hostile and damaged ones,
 // as tests/integration/package_extract_test makes them). Deterministic.
@@ -24,6 +25,7 @@
 
 #include "catalog/crypto/hash.hpp"
 #include "catalog/ep_metadata.hpp"
+#include "catalog/model_metadata.hpp"
 #include "catalog/package/manifest.hpp"
 #include "catalog/package/pack.hpp"
 #include "catalog/tuf/metadata.hpp"
@@ -139,6 +141,52 @@ void ep_metadata_seeds() {
                   {{"LICENSE", 9, catalog::crypto::sha256_hex("MIT, say\n"), false},
                    {"lib/libep.so", 5, catalog::crypto::sha256_hex("LLLLL"), true}}};
   seed("ep_metadata", "manifest.json", pkg::to_text(m));
+}
+
+// ---- model_metadata ------------------------------------------------------------------
+
+// Model cards as tests/unit/model_metadata_test writes them: two variants sharing
+// a file, one for any device and one for an NPU's EP; and near misses.
+void model_metadata_seeds() {
+  const std::string sha_a(64, 'a');
+  const std::string sha_b(64, 'b');
+  const std::string sha_l = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+  json c = json::parse(R"({"other-tool": {"x": 1.5}, "epbroker": {
+    "schema": 2, "kind": "model", "name": "resnet50", "version": "1.0.2",
+    "publisher": "Example Models", "license": "(Apache-2.0 OR MIT) AND LicenseRef-extra",
+    "license_url": "https://example.org/license.txt", "description": "ResNet-50.",
+    "task": "image-classification",
+    "inputs": [{"name": "data", "type": "float", "shape": ["N", 3, 224, 224]}],
+    "outputs": [{"name": "prob", "type": "float", "shape": ["N", 1000]}],
+    "variants": [
+      {"id": "fp32", "ort_min": "1.20", "opset": 17, "precision": "fp32",
+       "main": "model.onnx", "files": []},
+      {"id": "int8-qdq", "devices": ["npu"], "eps": ["OpenVINOExecutionProvider"],
+       "ort_min": "1.22.0", "opset": 17, "precision": "int8", "main": "int8/model.onnx",
+       "files": []}]}})");
+  json& v = c["epbroker"]["variants"];
+  v[0]["files"] = {{{"path", "model.onnx"}, {"size", 1024}, {"sha256", sha_a}},
+                   {{"path", "labels.txt"}, {"size", 21}, {"sha256", sha_l}}};
+  v[1]["files"] = {{{"path", "int8/model.onnx"}, {"size", 256}, {"sha256", sha_b}},
+                   {{"path", "labels.txt"}, {"size", 21}, {"sha256", sha_l}}};
+  const auto full = c.dump(2);
+  seed("model_metadata", "full.json", full);
+  auto m = catalog::parse_model_metadata(c);
+  if (!m) finding("model seed refused: " + m.error().message);
+  seed("model_metadata", "to_json.json", catalog::to_json(*m).dump());
+  json bad = c;
+  bad["epbroker"]["variants"][1]["main"] = "missing.onnx";
+  seed("model_metadata", "main-not-listed.json", bad.dump());
+  bad = c;
+  bad["epbroker"]["ep_names"] = json::array({"X"});
+  seed("model_metadata", "ep-key.json", bad.dump());
+  bad = c;
+  bad["epbroker"]["schema"] = 1;
+  seed("model_metadata", "schema1.json", bad.dump());
+  bad = c;
+  bad["epbroker"]["license"] = "((MIT WITH";
+  seed("model_metadata", "bad-license.json", bad.dump());
+  seed("model_metadata", "package.json", std::string(epbroker_fuzz::sample_ep_custom_text()));
 }
 
 // ---- config -------------------------------------------------------------------------
@@ -339,6 +387,7 @@ int main(int argc, char** argv) {
   g_out = argv[1];
   tuf_seeds();
   ep_metadata_seeds();
+  model_metadata_seeds();
   config_seeds();
   archive_seeds();
   std::cout << "make_seeds: " << g_count << " seeds in " << g_out.string() << "\n";

@@ -374,6 +374,14 @@ const BadCase kBadCases[] = {
      "epbroker.variants[1].files: too many entries (1001 > 1000)"},
     {"FileDuplicatePath", set_file(1, 1, "path", "int8/model.onnx"), kBad,
      "epbroker.variants[1].files[1].path: duplicate file path"},
+    // One content, one size (found by the fuzzer: two sizes for one sha256 were
+    // accepted, and the daemon then refused the model as not signed as it says).
+    {"FileSameHashOtherSize", set_file(1, 1, "size", 20), kBad,
+     "epbroker.variants[1].files[1].size: 20, but epbroker.variants[0].files[1] has the same "
+     "sha256 with size 21000"},
+    {"FileOtherFilesHash", set_file(1, 0, "sha256", kShaLabels), kBad,
+     "epbroker.variants[1].files[0].size: 25600000, but epbroker.variants[0].files[1] has the "
+     "same sha256 with size 21000"},
     {"FileMissingPath", [](json& c) { file(c, 1, 0).erase("path"); }, kBad,
      "epbroker.variants[1].files[0].path: missing"},
     {"FilePathAbsolute", set_file(1, 0, "path", "/etc/passwd"), kBad,
@@ -429,7 +437,8 @@ TEST(ModelMetadataTest, AcceptsBoundaries) {
   var(c, 1)["opset"] = 1000;
   var(c, 1)["id"] = "0" + std::string(31, '.');
   file(c, 1, 0)["size"] = std::uint64_t{1} << 40;
-  file(c, 1, 1)["size"] = 0;
+  file(c, 1, 1)["size"] = 0;  // labels.txt, shared with variant 0: one content, one size
+  file(c, 0, 1)["size"] = 0;
   const ModelMetadata m = parse_ok(c);
   EXPECT_EQ(parse_ok(to_json(m)), m);
 }
