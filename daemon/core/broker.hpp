@@ -35,6 +35,7 @@
 #include "daemon/core/lifecycle_state.hpp"
 #include "daemon/core/request_context.hpp"
 #include "daemon/core/session_registry.hpp"
+#include "daemon/core/variant_plan.hpp"
 #include "daemon/core/verify_runs.hpp"
 #include "daemon/core/version_plan.hpp"
 #include "daemon/hardware/device.hpp"
@@ -126,6 +127,35 @@ struct ModelInstallOptions {
   std::string ort_version;  // the app's ORT, e.g. "1.30.0"; "" = not checked
 };
 
+// Broker::list_models(): the session the plan is made for.
+struct ModelListOptions {
+  common::Policy policy = common::Policy::default_policy;
+  std::string ort_version;  // the app's ORT; "" = not checked
+};
+
+// The variant a session gets of one model version on this machine
+// (plan_variant() over the devices and the providers).
+struct ModelPlan {
+  std::string variant;  // "" when none fits (or the version is refused)
+  std::string device;   // a device id, e.g. "npu0"
+  std::string ep;       // the EP it runs on
+  std::string reason;   // why that variant, or why none fits
+};
+
+// One model version as ListModels shows it.
+struct ModelListing {
+  ModelEntry entry;
+  std::set<std::string> installed;  // ids of its variants the store holds
+  ModelPlan plan;
+};
+
+// Broker::remove_model(): which installed variants, and whether leased ones too.
+struct ModelRemoveOptions {
+  std::string version;  // "" = every installed version
+  std::string variant;  // "" = every installed variant
+  bool now = false;     // also leased ones (else Busy, nothing removed)
+};
+
 // One package an update (or rollback) moves, or would move (dry run).
 struct UpdateChange {
   std::string name;
@@ -135,9 +165,11 @@ struct UpdateChange {
   std::string reason;     // e.g. "held", "newest already", for packages left as they are
 };
 
+// An installed package version, or (variant set) an installed model variant.
 struct VersionRef {
   std::string name;
   std::string version;
+  std::string variant;  // a model's variant id; "" for a package
 };
 
 enum class RemoveMode {
@@ -148,13 +180,34 @@ enum class RemoveMode {
 struct SessionRequest {
   std::string policy = "default";
   std::string ort_version;             // the app's ORT, e.g. "1.30.0"; "" = not checked
-  std::vector<std::string> providers;  // empty: every compatible one
+  std::vector<std::string> providers;  // empty: every compatible one (none with models)
   bool download = false;
+  // Model name -> variant id ("" = the planned one); nullopt when not given. At
+  // most kMaxSessionModels.
+  std::optional<std::map<std::string, std::string>> models;
+};
+
+inline constexpr std::size_t kMaxSessionModels = 16;
+
+// One model a session asked for (RequestSession's kind "model" dicts).
+struct ModelGrant {
+  std::string name;
+  std::string version;  // granted (ready), else the one that would be installed; "" if none
+  std::string variant;  // the variant asked for or planned; "" when none could be planned
+  common::ProviderState state = common::ProviderState::available;
+  std::filesystem::path path;        // the variant's directory (ready only)
+  std::filesystem::path main;        // its main file, absolute (ready only)
+  std::vector<std::string> files;    // relative to path (ready only)
+  std::vector<std::string> devices;  // device types the variant is built for
+  std::vector<std::string> eps;      // EPs it is built for
+  std::uint64_t job = 0;             // installing only
+  std::string reason;                // not ready only
 };
 
 struct SessionGrant {
   std::uint64_t session = 0;
   std::vector<ProviderView> providers;
+  std::vector<ModelGrant> models;
 };
 
 class BrokerListener {
@@ -232,7 +285,10 @@ class Broker {
   // The persisted history, oldest first; one package's when `name` is not "".
   std::vector<HistoryEntry> history(const std::string& name) const;
   // gc (org.epbroker.manage): deletes every installed version that is neither
-  // current nor kept (version_plan.hpp) and no session leases. Returns them.
+  // current nor kept (version_plan.hpp) and no session leases, and every
+  // installed model variant no session leases that a newer installed version
+  // of the same model holds under the same variant id (those with `variant`
+  // set). Returns them.
   Result<std::vector<VersionRef>> collect_garbage(const RequestContext& ctx);
   // remove NAME (org.epbroker.manage): deferred: new sessions never get it from
   // now on, unleased versions go at once, leased ones with their last lease;
@@ -280,6 +336,15 @@ class Broker {
   // for an unknown id. A job that already ended stays as it ended.
   Result<void> cancel_job(const RequestContext& ctx, std::uint64_t id);
 
+  // RequestSession: leases, for ctx.sender, the newest usable installed version
+  // of each wanted provider and of each asked-for model (the newest installed
+  // version holding the variant asked for or planned that the app's ORT can
+  // load); with download, installs what is missing (one authorization for all).
+  // An unknown or unusable model is a grant that says why (state incompatible,
+  // refused or available), not an error. Errors: InvalidArgument (policy,
+  // ort_version, names, variant ids, more than 64 providers or
+  // kMaxSessionModels models), Busy (per-client sessions), NotAuthorized only
+  // while the authorization must be asked.
   Result<SessionGrant> request_session(const RequestContext& ctx, const SessionRequest& request);
   Result<void> release_session(const RequestContext& ctx, std::uint64_t id);
   // The client left the bus: its sessions end.
@@ -308,6 +373,21 @@ class Broker {
   Result<std::uint64_t> ensure_model(const RequestContext& ctx, const std::string& name,
                                      const ModelInstallOptions& options);
 
+  // Every model version catalog_models() lists, with the variants the store
+  // holds and the variant plan_variant() picks for `options` on this machine
+  // (none for a refused version: its reason). InvalidArgument for an
+  // ort_version that does not parse.
+  Result<std::vector<ModelListing>> list_models(const ModelListOptions& options) const;
+  // Removes installed variants of model NAME (org.epbroker.manage): the given
+  // version and variant, else every one installed; all or nothing. Busy when
+  // one is leased, unless options.now; NotFound when nothing installed
+  // matches; InvalidArgument for a bad name, version or variant. Files a
+  // remaining variant shares stay. Returns the variants removed (by name,
+  // version, variant); each is recorded in the history (action remove, from
+  // "VERSION/VARIANT").
+  Result<std::vector<VersionRef>> remove_model(const RequestContext& ctx, const std::string& name,
+                                               const ModelRemoveOptions& options);
+
   bool idle() const;  // no active job and no session
   std::uint64_t catalog_revision() const;
   std::string catalog_expires() const;
@@ -328,6 +408,33 @@ class Broker {
     RequestContext ctx;        // who asked (history's uid)
   };
   void run_install(std::shared_ptr<Job> job, CatalogEntry entry, InstallIntent intent);
+  // ---- models in sessions and their lifecycle (broker_model_sessions.cpp) ----
+  // What RequestSession will do with one asked-for model, decided before the
+  // authorization and before anything is leased.
+  struct ModelAsk {
+    std::string name;
+    std::string variant;              // asked for or planned; "" when none
+    bool installed = false;           // a version the app can load holds it
+    std::optional<ModelEntry> entry;  // the catalog version to install, if any
+    ModelGrant grant;                 // what it says when nothing installed is granted
+  };
+  std::vector<ModelAsk> plan_session_models(const SessionRequest& request,
+                                            const std::optional<catalog::Version>& app_ort,
+                                            const std::vector<ProviderOffer>& offers) const;
+  // Grants each of `asks`: the newest installed version holding its variant
+  // that `app_ort` can load, leased (under life_mu_) for ctx.sender; else an
+  // install when `may_install` says so. Appends the store's lease ids and the
+  // session's lease names.
+  std::vector<ModelGrant> grant_models(const RequestContext& ctx, const SessionRequest& request,
+                                       std::vector<ModelAsk> asks,
+                                       const std::optional<catalog::Version>& app_ort,
+                                       const std::optional<Result<void>>& may_install,
+                                       std::vector<store::LeaseId>& leases,
+                                       std::vector<std::string>& lease_names);
+  // The installed model variants no session leases that a newer installed
+  // version of the same model and variant id supersedes: deleted, recorded.
+  // Caller holds life_mu_.
+  std::vector<VersionRef> collect_models_locked(const RequestContext& ctx);
   // A model job's work (broker_install.cpp).
   void run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::string variant);
   // Starts an install job of `entry` (one per package name: a running one is

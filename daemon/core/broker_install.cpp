@@ -291,6 +291,7 @@ void Broker::run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::
   auto end = [&](const catalog::Result<void>& done) {
     if (done) {
       job->succeed();
+      if (listener_) listener_->providers_changed();  // what is installed changed
     } else {
       log::warn("model {} {} ({}): {}", entry.name(), entry.version(), variant,
                 done.error().message);

@@ -23,6 +23,34 @@ bool valid_name(const std::string& name) {
   return std::regex_match(name, re);
 }
 
+bool valid_variant_id(const std::string& id) {
+  static const std::regex re("[a-z0-9][a-z0-9._-]{0,31}");
+  return std::regex_match(id, re);
+}
+
+namespace {
+constexpr std::string_view kModelLeasePrefix = "model:";
+}  // namespace
+
+std::string model_lease_name(const std::string& name, const std::string& version,
+                             const std::string& variant) {
+  return std::string(kModelLeasePrefix) + name + "/" + version + "/" + variant;
+}
+
+std::optional<ModelLeaseName> parse_model_lease_name(const std::string& text) {
+  if (!text.starts_with(kModelLeasePrefix)) return std::nullopt;
+  const std::string rest = text.substr(kModelLeasePrefix.size());
+  const auto first = rest.find('/');
+  const auto last = rest.rfind('/');
+  if (first == std::string::npos || first == last) return std::nullopt;
+  ModelLeaseName out{rest.substr(0, first), rest.substr(first + 1, last - first - 1),
+                     rest.substr(last + 1)};
+  if (!valid_name(out.name) || out.version.empty() || !valid_variant_id(out.variant)) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 catalog::Version any_ort() { return catalog::parse_version("9999.0.0").value(); }
 
 catalog::MachineInfo machine_info(const std::vector<hardware::Device>& devices,

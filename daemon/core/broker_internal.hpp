@@ -18,6 +18,7 @@
 #include "daemon/config/config.hpp"
 #include "daemon/core/broker.hpp"
 #include "daemon/core/job.hpp"
+#include "daemon/core/variant_plan.hpp"
 #include "daemon/hardware/discovery.hpp"
 
 namespace epbrokerd::core::detail {
@@ -27,6 +28,25 @@ std::string result_name(const Error& e);
 
 // Package names as the catalog allows them; checked before any lookup.
 bool valid_name(const std::string& name);
+
+// Model variant ids as model metadata allows them ([a-z0-9][a-z0-9._-]{0,31}).
+bool valid_variant_id(const std::string& id);
+
+// The providers as plan_variant() sees them (ProviderView -> ProviderOffer); a
+// view whose ort_min does not parse offers none (it is not usable).
+std::vector<ProviderOffer> offers_of(const std::vector<ProviderView>& views);
+
+// A session's lease name for a model variant ("model:NAME/VERSION/VARIANT", as
+// SessionInfo::leases and <state>/leases.json keep it; a package's is
+// "NAME/VERSION"), and back (nullopt for a package's or a malformed one).
+struct ModelLeaseName {
+  std::string name;
+  std::string version;
+  std::string variant;
+};
+std::string model_lease_name(const std::string& name, const std::string& version,
+                             const std::string& variant);
+std::optional<ModelLeaseName> parse_model_lease_name(const std::string& text);
 
 // A version above every real ONNX Runtime: compatibility without the app's ORT.
 catalog::Version any_ort();

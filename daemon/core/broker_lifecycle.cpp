@@ -166,7 +166,7 @@ std::vector<VersionRef> Broker::collect_locked(const RequestContext& ctx, const 
       }
       lifecycle_.at(n).forget(v.version);
       changed = true;
-      removed.push_back({n, v.version});
+      removed.push_back({n, v.version, ""});
       record(ctx, HistoryAction::gc, n, v.version, "", "ok",
              "files deleted (" + std::string(common::version_role_name(v.role)) + ": " + v.reason +
                  ")");
@@ -252,6 +252,8 @@ Result<std::vector<VersionRef>> Broker::collect_garbage(const RequestContext& ct
   {
     std::lock_guard lock(life_mu_);
     removed = collect_locked(ctx);
+    auto models = collect_models_locked(ctx);  // broker_model_lifecycle.cpp
+    removed.insert(removed.end(), models.begin(), models.end());
   }
   if (!removed.empty() && listener_) listener_->providers_changed();
   return removed;
@@ -356,6 +358,10 @@ void Broker::adopt_leases(const std::function<bool(const std::string& owner)>& a
         for (const auto& v : l["versions"]) {
           if (!v.is_string()) continue;
           const std::string nv = v.get<std::string>();
+          if (const auto m = parse_model_lease_name(nv)) {
+            if (store_.acquire_model_lease(m->name, m->version, m->variant, owner)) ++adopted;
+            continue;
+          }
           const auto slash = nv.find('/');
           if (slash == std::string::npos) continue;
           // Held by the store under the owner's name: client_vanished() ends it.

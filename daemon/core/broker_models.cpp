@@ -149,24 +149,6 @@ std::vector<ModelEntry> models_from_cache(const std::string& remote, const nlohm
   return out;
 }
 
-}  // namespace detail
-
-std::vector<ModelEntry> Broker::catalog_models() const {
-  std::lock_guard lock(mu_);
-  std::vector<ModelEntry> out;
-  for (const auto& [_, versions] : models_) out.insert(out.end(), versions.begin(), versions.end());
-  return out;
-}
-
-bool Broker::has_model(const std::string& name, const std::string& version,
-                       const std::string& variant) const {
-  return store_.find_model(name, version, variant).has_value();
-}
-
-namespace {
-
-// The providers as plan_variant() sees them (ProviderView -> ProviderOffer); a
-// view whose ort_min does not parse offers none (it is not usable).
 std::vector<ProviderOffer> offers_of(const std::vector<ProviderView>& views) {
   std::vector<ProviderOffer> out;
   for (const auto& v : views) {
@@ -181,7 +163,51 @@ std::vector<ProviderOffer> offers_of(const std::vector<ProviderView>& views) {
   return out;
 }
 
-}  // namespace
+}  // namespace detail
+
+std::vector<ModelEntry> Broker::catalog_models() const {
+  std::lock_guard lock(mu_);
+  std::vector<ModelEntry> out;
+  for (const auto& [_, versions] : models_) out.insert(out.end(), versions.begin(), versions.end());
+  return out;
+}
+
+bool Broker::has_model(const std::string& name, const std::string& version,
+                       const std::string& variant) const {
+  return store_.find_model(name, version, variant).has_value();
+}
+
+Result<std::vector<ModelListing>> Broker::list_models(const ModelListOptions& options) const {
+  std::optional<catalog::Version> app_ort;
+  if (!options.ort_version.empty()) {
+    auto v = catalog::parse_version(options.ort_version);
+    if (!v) {
+      return fail(Errc::InvalidArgument, "invalid ONNX Runtime version: " + v.error().message);
+    }
+    app_ort = *v;
+  }
+  const auto offers = detail::offers_of(providers());
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> installed;
+  for (const auto& m : store_.models()) installed[{m.name, m.version}].insert(m.variant);
+  std::vector<ModelListing> out;
+  for (auto& e : catalog_models()) {
+    ModelListing row;
+    if (auto it = installed.find({e.name(), e.version()}); it != installed.end()) {
+      row.installed = it->second;
+    }
+    if (!e.refused.empty()) {
+      row.plan.reason = "refused: " + e.refused;
+    } else if (auto choice = plan_variant(e.meta, devices_, offers,
+                                          VariantRequest{options.policy, app_ort, ""})) {
+      row.plan = {choice->variant, choice->device, choice->ep, choice->reason};
+    } else {
+      row.plan.reason = choice.error().message;
+    }
+    row.entry = std::move(e);
+    out.push_back(std::move(row));
+  }
+  return out;
+}
 
 Result<std::uint64_t> Broker::ensure_model(const RequestContext& ctx, const std::string& name,
                                            const ModelInstallOptions& options) {
@@ -229,7 +255,7 @@ Result<std::uint64_t> Broker::ensure_model(const RequestContext& ctx, const std:
       return fail(Errc::NotFound, name + " " + entry->version() + " has no variant " + variant);
     }
   } else {
-    const auto offers = offers_of(providers());
+    const auto offers = detail::offers_of(providers());
     auto choice =
         plan_variant(entry->meta, devices_, offers, VariantRequest{options.policy, app_ort, ""});
     if (!choice) return std::unexpected(choice.error());

@@ -30,24 +30,44 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
   for (const auto& n : request.providers) {
     if (!valid_name(n)) return fail(Errc::InvalidArgument, "invalid provider name");
   }
+  if (request.models) {
+    if (request.models->size() > kMaxSessionModels) {
+      return fail(Errc::InvalidArgument,
+                  "too many models (at most " + std::to_string(kMaxSessionModels) + ")");
+    }
+    for (const auto& [n, variant] : *request.models) {
+      if (!valid_name(n)) return fail(Errc::InvalidArgument, "invalid model name");
+      if (!variant.empty() && !valid_variant_id(variant)) {
+        return fail(Errc::InvalidArgument, "invalid variant id for model " + n);
+      }
+    }
+  }
   if (sessions_.count_for(ctx.sender) >= options_.config.daemon.max_sessions_per_client) {
     return fail(Errc::Busy, ctx.sender + " holds the per-client maximum of sessions");
   }
   // 2. Which providers: asked-for ones, or every one the catalog or store knows
-  //    (the cached views, one row per package; only the granted ones are copied).
+  //    (the cached views, one row per package; only the granted ones are copied);
+  //    with models, only asked-for ones. Which models: each one's variant, and
+  //    whether it is installed (broker_model_sessions.cpp).
   const auto views = provider_views();
   auto wanted = [&](const ProviderView& v) {
-    return request.providers.empty() ||
+    return (request.providers.empty() && !request.models) ||
            std::find(request.providers.begin(), request.providers.end(), v.name) !=
                request.providers.end();
   };
-  // 3. Installs: one authorization for all the packages to install, decided before
-  //    anything is leased; the call ends here when it must be asked first (the
-  //    D-Bus layer asks polkit once and calls again with the answer).
+  auto asks = plan_session_models(request, app_ort, offers_of(*views));
+  // 3. Installs: one authorization for all the packages and models to install,
+  //    decided before anything is leased; the call ends here when it must be
+  //    asked first (the D-Bus layer asks polkit once and calls again with the
+  //    answer).
   std::optional<Result<void>> may_install;
-  if (request.download && std::any_of(views->begin(), views->end(), [&](const ProviderView& v) {
-        return v.state == ProviderState::available && wanted(v);
-      })) {
+  if (request.download && (std::any_of(views->begin(), views->end(),
+                                       [&](const ProviderView& v) {
+                                         return v.state == ProviderState::available && wanted(v);
+                                       }) ||
+                           std::any_of(asks.begin(), asks.end(), [](const ModelAsk& a) {
+                             return !a.installed && a.entry.has_value();
+                           }))) {
     may_install = options_.authorizer->check(ctx, Action::install);
     if (!*may_install && ctx.authorization && ctx.authorization->wants_asking()) {
       return std::unexpected(may_install->error());
@@ -112,6 +132,8 @@ Result<SessionGrant> Broker::request_session(const RequestContext& ctx,
     }
     grant.providers.push_back(std::move(v));
   }
+  grant.models =
+      grant_models(ctx, request, std::move(asks), app_ort, may_install, leases, lease_names);
   // 5. The lease itself.
   auto id = sessions_.open(ctx, lease_names);
   if (!id) {

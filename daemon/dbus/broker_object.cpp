@@ -72,14 +72,10 @@ void BrokerObject::EnsureProvider(sdbus::Result<sdbus::ObjectPath>&& result, std
 Dicts BrokerObject::ListModels(const Options& options) {
   return guarded([&] {
     const auto call = service_.enter_call(getObject(), "ListModels", false);
-    check_model_list_options(options);
-    auto& broker = service_.broker();
+    const auto listed =
+        value_or_throw(service_.broker().list_models(parse_model_list_options(options)));
     Dicts out;
-    for (const auto& m : broker.catalog_models()) {
-      out.push_back(to_dict(m, [&](const std::string& variant) {
-        return broker.has_model(m.name(), m.version(), variant);
-      }));
-    }
+    for (const auto& m : listed) out.push_back(to_dict(m));
     return out;
   });
 }
@@ -227,7 +223,12 @@ void BrokerObject::CollectGarbage(sdbus::Result<Dicts>&& result) {
         auto removed = service_.broker().collect_garbage(ctx);
         if (!removed) return removed;
         for (const auto& r : *removed) {
-          log::info("gc: removed {} {} for {} (uid {})", r.name, r.version, ctx.sender, ctx.uid);
+          if (r.variant.empty()) {
+            log::info("gc: removed {} {} for {} (uid {})", r.name, r.version, ctx.sender, ctx.uid);
+          } else {
+            log::info("gc: removed model {} {} variant {} for {} (uid {})", r.name, r.version,
+                      r.variant, ctx.sender, ctx.uid);
+          }
         }
         log::info("gc for {} (uid {}): {} version(s) removed", ctx.sender, ctx.uid,
                   removed->size());
@@ -236,6 +237,34 @@ void BrokerObject::CollectGarbage(sdbus::Result<Dicts>&& result) {
       [](std::vector<core::VersionRef> removed) {
         Dicts out;
         for (const auto& r : removed) out.push_back(to_dict(r));
+        return out;
+      });
+}
+
+void BrokerObject::RemoveModel(sdbus::Result<Dicts>&& result, std::string name, Options options) {
+  // A bad option is refused before anyone is asked.
+  std::optional<core::ModelRemoveOptions> remove;
+  try {
+    guarded([&] { remove = parse_model_remove_options(options); });
+  } catch (const sdbus::Error& e) {
+    answer_error(result, e);
+    return;
+  }
+  authorized(
+      service_, getObject(), "RemoveModel", false, std::move(result),
+      [this, name = std::move(name), remove = *remove](const core::RequestContext& ctx) {
+        auto removed = service_.broker().remove_model(ctx, name, remove);
+        if (removed) {
+          for (const auto& r : *removed) {
+            log::info("removed model {} {} variant {}{} for {} (uid {})", r.name, r.version,
+                      r.variant, remove.now ? " (leases or not)" : "", ctx.sender, ctx.uid);
+          }
+        }
+        return removed;
+      },
+      [](std::vector<core::VersionRef> removed) {
+        Dicts out;
+        for (const auto& r : removed) out.push_back(to_removed_model_dict(r));
         return out;
       });
 }
@@ -397,6 +426,9 @@ void BrokerObject::RequestSession(sdbus::Result<sdbus::ObjectPath, Dicts>&& resu
           for (const auto& p : grant.providers) {
             if (p.job != 0) service_.publish_job(p.job);
           }
+          for (const auto& m : grant.models) {
+            if (m.job != 0) service_.publish_job(m.job);
+          }
           // 3. Answer. The owner's next call on the session is dispatched after
           //    this, so by then step 4 has registered the object. The reply is
           //    written here rather than by returnResults(): that takes the
@@ -404,7 +436,7 @@ void BrokerObject::RequestSession(sdbus::Result<sdbus::ObjectPath, Dicts>&& resu
           //    value, which cost more than the rest of the call.
           auto reply = call.createReply();
           reply << sdbus::ObjectPath(session_path(grant.session));
-          append_providers(reply, grant.providers);
+          append_providers(reply, grant.providers, grant.models);
           reply.send();
         } catch (...) {
           // Not answered with the session: it must not outlive this call.

@@ -43,6 +43,7 @@ class BrokerObject final
   void Rollback(sdbus::Result<std::string, std::string>&& result, std::string name) override;
   Dicts History(const std::string& name) override;
   void CollectGarbage(sdbus::Result<Dicts>&& result) override;
+  void RemoveModel(sdbus::Result<Dicts>&& result, std::string name, Options options) override;
   void RemoveProvider(sdbus::Result<>&& result, std::string name) override;
   void RemoveProviderNow(sdbus::Result<>&& result, std::string name) override;
   void ResetRemote(sdbus::Result<>&& result, std::string name) override;

@@ -75,6 +75,26 @@ void for_each_entry(const core::ProviderView& p, F&& f) {
   }
 }
 
+// A granted model's dict (RequestSession, kind "model").
+template <typename F>
+void for_each_entry(const core::ModelGrant& g, F&& f) {
+  namespace key = common::key;
+  f(key::kind, std::string(common::kModelKind));
+  f(key::name, g.name);
+  f(key::version, g.version);
+  f(key::variant, g.variant);
+  f(key::state, std::string(common::provider_state_name(g.state)));
+  if (g.state == common::ProviderState::ready) {
+    f(key::path, g.path.string());
+    f(key::main, g.main.string());
+    f(key::files, g.files);
+  }
+  f(key::devices, g.devices);
+  f(key::eps, g.eps);
+  if (g.job != 0) f(key::job, sdbus::ObjectPath(job_path(g.job)));
+  if (!g.reason.empty()) f(key::reason, g.reason);
+}
+
 using Versions = std::vector<core::VersionView>;
 
 template <typename T>
@@ -136,10 +156,19 @@ Dict to_dict(const core::ProviderView& p) {
   return out;
 }
 
-void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers) {
+void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers,
+                      const std::vector<core::ModelGrant>& models) {
   m.openContainer("a{sv}");
   for (const auto& p : providers) append_dict(m, p);
+  for (const auto& g : models) append_dict(m, g);
   m.closeContainer();
+}
+
+Dict to_dict(const core::ModelGrant& g) {
+  Dict out;
+  for_each_entry(g,
+                 [&](const char* key, const auto& value) { out.emplace(key, variant_of(value)); });
+  return out;
 }
 
 namespace {
@@ -218,11 +247,24 @@ Dict to_dict(const core::UpdateChange& c) {
 
 Dict to_dict(const core::VersionRef& r) {
   namespace key = common::key;
-  return {{key::name, sdbus::Variant(r.name)}, {key::version, sdbus::Variant(r.version)}};
+  Dict out{{key::name, sdbus::Variant(r.name)}, {key::version, sdbus::Variant(r.version)}};
+  if (!r.variant.empty()) {
+    out.emplace(key::kind, sdbus::Variant(std::string(common::kModelKind)));
+    out.emplace(key::variant, sdbus::Variant(r.variant));
+  }
+  return out;
 }
 
-Dict to_dict(const core::ModelEntry& m, const std::function<bool(const std::string&)>& installed) {
+Dict to_removed_model_dict(const core::VersionRef& r) {
   namespace key = common::key;
+  return {{key::name, sdbus::Variant(r.name)},
+          {key::version, sdbus::Variant(r.version)},
+          {key::variant, sdbus::Variant(r.variant)}};
+}
+
+Dict to_dict(const core::ModelListing& listing) {
+  namespace key = common::key;
+  const core::ModelEntry& m = listing.entry;
   const auto state =
       m.refused.empty() ? common::ProviderState::available : common::ProviderState::refused;
   std::vector<Dict> variants;
@@ -237,7 +279,7 @@ Dict to_dict(const core::ModelEntry& m, const std::function<bool(const std::stri
                         {key::ort_min, sdbus::Variant(v.ort_min.text)},
                         {key::opset, sdbus::Variant(v.opset)},
                         {key::size, sdbus::Variant(size)},
-                        {key::installed, sdbus::Variant(installed(v.id))}});
+                        {key::installed, sdbus::Variant(listing.installed.contains(v.id))}});
   }
   return {{key::name, sdbus::Variant(m.meta.name)},
           {key::version, sdbus::Variant(m.meta.version.text)},
@@ -249,7 +291,11 @@ Dict to_dict(const core::ModelEntry& m, const std::function<bool(const std::stri
           {key::state, sdbus::Variant(std::string(common::provider_state_name(state)))},
           {key::reason, sdbus::Variant(m.refused)},
           {key::remote, sdbus::Variant(m.remote)},
-          {key::variants, sdbus::Variant(variants)}};
+          {key::variants, sdbus::Variant(variants)},
+          {key::planned, sdbus::Variant(listing.plan.variant)},
+          {key::plan_device, sdbus::Variant(listing.plan.device)},
+          {key::plan_ep, sdbus::Variant(listing.plan.ep)},
+          {key::plan_reason, sdbus::Variant(listing.plan.reason)}};
 }
 
 }  // namespace epbrokerd::dbus

@@ -25,12 +25,20 @@ const Dict& to_dict_cached(const core::ProviderView& p);
 Dict to_dict(const core::VerifyResult& r);
 Dict to_dict(const core::HistoryEntry& e);
 Dict to_dict(const core::UpdateChange& c);  // job only when one was started
+// A CollectGarbage dict: name, version; for a model variant also kind "model"
+// and variant.
 Dict to_dict(const core::VersionRef& r);
-// A ListModels dict; `installed(variant id)` says whether the store has that variant.
-Dict to_dict(const core::ModelEntry& m, const std::function<bool(const std::string&)>& installed);
-// Appends `providers` to `m` as aa{sv}, the same dicts as to_dict() gives, written
-// value by value: no sdbus::Variant (each its own message) is built or copied.
-void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers);
+// A RemoveModel dict: name, version, variant.
+Dict to_removed_model_dict(const core::VersionRef& r);
+// A ListModels dict, with the plan (planned, plan_device, plan_ep, plan_reason).
+Dict to_dict(const core::ModelListing& listing);
+// A model RequestSession grants (kind "model").
+Dict to_dict(const core::ModelGrant& g);
+// Appends `providers`, then `models`, to `m` as one aa{sv}, the same dicts as
+// to_dict() gives, written value by value: no sdbus::Variant (each its own
+// message) is built or copied.
+void append_providers(sdbus::Message& m, const std::vector<core::ProviderView>& providers,
+                      const std::vector<core::ModelGrant>& models = {});
 
 std::string job_path(std::uint64_t id);      // /org/epbroker/Broker1/job/N
 std::string session_path(std::uint64_t id);  // /org/epbroker/Broker1/session/N

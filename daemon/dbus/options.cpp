@@ -2,7 +2,6 @@
 
 #include <string_view>
 
-#include "catalog/version.hpp"
 #include "common/wire.hpp"
 #include "daemon/dbus/errors.hpp"
 
@@ -64,6 +63,8 @@ core::SessionRequest parse_session_options(const Options& opts) {
       r.providers = v.get<std::vector<std::string>>("as");
     } else if (key == common::key::download) {
       r.download = v.get<bool>("b");
+    } else if (key == common::key::models) {
+      r.models = v.get<std::map<std::string, std::string>>("a{ss}");
     } else {
       return false;
     }
@@ -97,20 +98,36 @@ common::Policy policy_of(const std::string& text) {
 
 }  // namespace
 
-void check_model_list_options(const Options& opts) {
+core::ModelListOptions parse_model_list_options(const Options& opts) {
+  core::ModelListOptions r;
   for_each_option(opts, [&](std::string_view key, const Reader& v) {
     if (key == common::key::policy) {
-      (void)policy_of(v.bounded_string());
+      r.policy = policy_of(v.bounded_string());
     } else if (key == common::key::ort_version) {
-      const auto text = v.bounded_string();
-      if (auto parsed = catalog::parse_version(text); !parsed) {
-        invalid("invalid ONNX Runtime version: " + parsed.error().message);
-      }
+      r.ort_version = v.bounded_string();
     } else {
       return false;
     }
     return true;
   });
+  return r;
+}
+
+core::ModelRemoveOptions parse_model_remove_options(const Options& opts) {
+  core::ModelRemoveOptions r;
+  for_each_option(opts, [&](std::string_view key, const Reader& v) {
+    if (key == common::key::version) {
+      r.version = v.bounded_string();
+    } else if (key == common::key::variant) {
+      r.variant = v.bounded_string();
+    } else if (key == common::key::now) {
+      r.now = v.get<bool>("b");
+    } else {
+      return false;
+    }
+    return true;
+  });
+  return r;
 }
 
 core::ModelInstallOptions parse_model_install_options(const Options& opts) {

@@ -24,14 +24,15 @@ inline constexpr std::size_t kMaxUpdateNames = 64;
 // The longest string option value (policy, ort_version, version).
 inline constexpr std::size_t kMaxOptionLength = 64;
 
-// RequestSession: policy s, ort_version s, providers as, download b.
+// RequestSession: policy s, ort_version s, providers as, download b, models a{ss}.
 core::SessionRequest parse_session_options(const Options& opts);
 // InstallProvider: version s, allow_older b.
 core::InstallOptions parse_install_options(const Options& opts);
 
-// ListModels: policy s, ort_version s (both checked: a known policy, a version
-// that parses), else InvalidArgument.
-void check_model_list_options(const Options& opts);
+// ListModels: policy s (a known one), ort_version s.
+core::ModelListOptions parse_model_list_options(const Options& opts);
+// RemoveModel: version s, variant s, now b.
+core::ModelRemoveOptions parse_model_remove_options(const Options& opts);
 // EnsureModel: variant s, version s, policy s (a known one), ort_version s.
 core::ModelInstallOptions parse_model_install_options(const Options& opts);
 

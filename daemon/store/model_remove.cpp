@@ -120,9 +120,6 @@ Result<std::vector<InstalledModel>> Store::remove_model(std::string_view name,
   fs::path trash;
   {
     std::lock_guard lock(s.mu);
-    if (s.committer) {
-      return fail(Errc::invalid_argument, "remove_model: a store view cannot remove models yet");
-    }
     // 1. What to remove; refused as a whole while any of it is leased.
     std::vector<ModelKey> keys;
     for (const auto& [key, e] : s.models) {
@@ -139,6 +136,18 @@ Result<std::vector<InstalledModel>> Store::remove_model(std::string_view name,
     for (const ModelKey& k : keys) leased += s.model_leases_on(k);
     if (leased > 0 && !even_if_leased) {
       return fail(Errc::busy, what + " is in use: " + std::to_string(leased) + " lease(s)");
+    }
+    // A view: the committer removes, under the mutex so that no lease is taken
+    // on what is going; then the disk says what is left.
+    if (s.committer) {
+      auto gone = s.committer->remove_model(name, version, variant, even_if_leased);
+      const auto before = s.models;
+      if (auto ok = s.reload_locked(); !ok) return std::unexpected(std::move(ok.error()));
+      if (!gone) return std::unexpected(std::move(gone.error()));
+      for (const ModelKey& k : keys) {
+        if (!s.models.contains(k)) removed.push_back(before.at(k).model);
+      }
+      return removed;
     }
     // 2. Each tree into staging/trash-XXXXXX, all or nothing.
     auto made = make_unique_dir(s.staging, "trash-");

@@ -347,8 +347,9 @@ class Store {
   // remaining marker references is deleted; the trees are deleted after.
   // Errors: Errc::not_found (nothing such installed); Errc::busy when a variant
   // is leased (the message gives the lease count) unless `even_if_leased`;
-  // Errc::invalid_argument in a view (step 5 of issue 21); Errc::io (nothing
-  // removed).
+  // Errc::io (nothing removed). In a view the leases are checked under the
+  // mutex, then the committer removes (Committer::remove_model(), its errors)
+  // and the index is read again from the disk, as remove() does.
   catalog::Result<std::vector<InstalledModel>> remove_model(
       std::string_view name, std::optional<std::string_view> version = std::nullopt,
       std::optional<std::string_view> variant = std::nullopt, bool even_if_leased = false);

@@ -394,7 +394,7 @@ TEST_F(BrokerTest, ProviderDictsAreTheSameEveryWay) {
   EXPECT_EQ(d.at(key::uid).get<std::uint32_t>(), 1000U);
   EXPECT_EQ(str(d, key::action), "rollback");
   EXPECT_EQ(str(d, key::from) + ">" + str(d, key::to), "1.10.0>1.9.0");
-  d = epbrokerd::dbus::to_dict(epbrokerd::core::VersionRef{"test-ep", "1.8.0"});
+  d = epbrokerd::dbus::to_dict(epbrokerd::core::VersionRef{"test-ep", "1.8.0", ""});
   EXPECT_EQ(d.size(), 2U);
   EXPECT_EQ(str(d, key::version), "1.8.0");
 }
