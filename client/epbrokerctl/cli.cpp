@@ -7,6 +7,8 @@
 #include <sstream>
 #include <utility>
 
+#include "epbroker/client.hpp"
+
 namespace epbrokerctl {
 namespace {
 
@@ -48,7 +50,10 @@ class Formatter final : public CLI::Formatter {
     for (const CLI::Option* o : sub->get_options([sub](const CLI::Option* o) {
            return o->nonpositional() && o != sub->get_help_ptr();
          })) {
-      name += " [" + o->get_name() + "]";
+      // "[--policy POLICY]" for an option with a value, "[--now]" for a flag.
+      const std::string type = o->get_type_name();  // "" for a flag
+      const std::string value = type.empty() ? "" : " " + type;
+      name += " [" + o->get_name() + value + "]";
     }
     std::string actions;
     for (const CLI::App* a : sub->get_subcommands({})) {
@@ -73,6 +78,14 @@ bool* flag_of(Invocation& inv, std::string_view flag) {
   return nullptr;
 }
 
+std::string* value_of(Invocation& inv, std::string_view option) {
+  if (option == "--policy") return &inv.policy;
+  if (option == "--ort-version") return &inv.ort_version;
+  if (option == "--variant") return &inv.variant;
+  if (option == "--version") return &inv.model_version;
+  return nullptr;
+}
+
 // One command (or action) as a CLI11 subcommand of `parent`.
 void declare_command(CLI::App& parent, const CommandInfo& c, Invocation& inv, Words& words) {
   CLI::App* sub = parent.add_subcommand(std::string(c.name), std::string(c.summary));
@@ -89,6 +102,12 @@ void declare_command(CLI::App& parent, const CommandInfo& c, Invocation& inv, Wo
     if (bool* target = flag_of(inv, c.flag)) {
       sub->add_flag(std::string(c.flag), *target, std::string(c.flag_help))
           ->disable_flag_override();
+    }
+  }
+  for (const OptionInfo& o : c.options) {
+    if (std::string* target = value_of(inv, o.name)) {
+      sub->add_option(std::string(o.name), *target, std::string(o.help))
+          ->type_name(std::string(o.value));
     }
   }
   for (const CommandInfo& a : c.actions) declare_command(*sub, a, inv, words);
@@ -193,6 +212,57 @@ const std::vector<CommandInfo>& commands() {
        "to say: the versions kept besides the current one, with their role (rollback,\n"
        "older_ort, staged, leased, revoked, removing, unused), why, and their leases;\n"
        "`update available: X`; `held` and why.\n"},
+      {.name = "models",
+       .summary = "List the ML models the trusted catalogs offer, and what this machine gets.",
+       .details =
+           "One row per model version, newest first: NAME, VERSION, LICENSE, TASK and its\n"
+           "VARIANTS (each built for some devices or EPs, or for any; `*` marks an installed\n"
+           "one). Below the table, for each: the variant a session gets on this machine, on\n"
+           "which device and through which EP, and why (or why none fits), planned for\n"
+           "--policy (default: default) and an app with ONNX Runtime --ort-version (default:\n"
+           "not checked). A refused version (its card or files are not signed as the card\n"
+           "says) is never installed; why is said. Open to everyone.\n",
+       .options = {{"--policy", "POLICY",
+                    "plan for this device policy: default, prefer_cpu,\nprefer_gpu, prefer_npu, "
+                    "max_performance,\nmax_efficiency, min_overall_power"},
+                   {"--ort-version", "VERSION",
+                    "plan for an app with this ONNX Runtime version\n(e.g. 1.22.0)"}}},
+      {.name = "model",
+       .summary = "Install or remove a model's variant: `install NAME`, `remove NAME`.",
+       .details = "An action follows the command: `epbrokerctl model install NAME`,\n"
+                  "`epbrokerctl model remove NAME`.\n",
+       .actions =
+           {{.name = "install",
+             .arg = "NAME",
+             .summary = "Install a variant of model NAME: the one planned for this machine.",
+             .details =
+                 "Installs the variant `epbrokerctl models` plans for this machine (under\n"
+                 "--policy), or --variant, of the newest version the catalogs offer, or\n"
+                 "--version, and shows the download's progress as `install` does. Nothing is\n"
+                 "downloaded when that variant is installed. Ctrl-C cancels the job and exits\n"
+                 "130. Needs polkit's org.epbroker.install.\n",
+             .arg_help = "the model's name",
+             .options = {{"--variant", "VARIANT",
+                          "this variant (see `models`), whatever this\n"
+                          "machine has"},
+                         {"--version", "VERSION",
+                          "this version of the model (default: the "
+                          "newest)"},
+                         {"--policy", "POLICY", "plan the variant for this device policy"}}},
+            {.name = "remove",
+             .arg = "NAME",
+             .summary = "Remove installed variants of model NAME.",
+             .details =
+                 "Removes every installed variant of NAME, or those of --version and\n"
+                 "--variant. A variant a running application leases is refused (exit 1) and\n"
+                 "nothing is removed, unless --now: then it is deleted at once (applications\n"
+                 "that opened its files keep them). Files shared with a variant that stays\n"
+                 "are kept. Needs polkit's org.epbroker.manage.\n",
+             .arg_help = "the model's name",
+             .flag = "--now",
+             .flag_help = "also variants sessions lease, at once",
+             .options = {{"--version", "VERSION", "only this version's variants"},
+                         {"--variant", "VARIANT", "only this variant"}}}}},
       {"install", "NAME[@VERSION]",
        "Install package NAME's newest compatible version, or VERSION, and make it current.",
        "Shows the download's progress (a bar with bytes, rate and ETA on a terminal, plain\n"
@@ -287,6 +357,30 @@ bool valid_version(std::string_view v) {
   });
 }
 
+// The value of --policy, --ort-version and a model's --version checked; the
+// message of a usage error, or nullopt.
+std::optional<std::string> check_values(const Invocation& inv) {
+  const std::string where = inv.action.empty() ? inv.command : inv.command + " " + inv.action;
+  if (!inv.policy.empty() && !epbroker::parse_policy(inv.policy)) {
+    std::string names;
+    for (auto p : {epbroker::Policy::default_policy, epbroker::Policy::prefer_cpu,
+                   epbroker::Policy::prefer_gpu, epbroker::Policy::prefer_npu,
+                   epbroker::Policy::max_performance, epbroker::Policy::max_efficiency,
+                   epbroker::Policy::min_overall_power}) {
+      names += (names.empty() ? "" : ", ") + std::string(epbroker::to_string(p));
+    }
+    return where + ": unknown policy '" + inv.policy + "' (" + names + ")";
+  }
+  for (const auto& [option, value] :
+       {std::pair{"--ort-version", &inv.ort_version}, {"--version", &inv.model_version}}) {
+    if (!value->empty() && !valid_version(*value)) {
+      return where + ": " + option + " '" + *value + "' is not a version (digits and dots, e.g. " +
+             "1.22.0)";
+    }
+  }
+  return std::nullopt;
+}
+
 // `install NAME@VERSION` into args[0] = NAME and package_version = VERSION.
 std::optional<std::string> split_version(Invocation& inv) {
   if (inv.args.empty()) return std::nullopt;
@@ -355,6 +449,7 @@ std::expected<Invocation, std::string> parse_args(const std::vector<std::string>
   if (inv.command == "install") {
     if (auto error = split_version(inv)) return std::unexpected(*error);
   }
+  if (auto error = check_values(inv)) return std::unexpected(*error);
   return inv;
 }
 

@@ -27,6 +27,13 @@ enum class Arity {
   many,      // any number: `update [NAME...]`
 };
 
+// An option of a command that takes a value: `--policy POLICY`.
+struct OptionInfo {
+  std::string_view name;   // "--policy"
+  std::string_view value;  // "POLICY"
+  std::string_view help;
+};
+
 struct CommandInfo {
   std::string_view name = {};
   std::string_view arg = {};      // its argument, "NAME"; "" = it takes none
@@ -38,6 +45,8 @@ struct CommandInfo {
   std::string_view flag_help = {};  // what the option does
   // The words that must follow it, each a command of its own: `remote reset NAME`.
   std::vector<CommandInfo> actions = {};
+  // Its options that take a value (Invocation's field of the same name).
+  std::vector<OptionInfo> options = {};
 };
 
 const std::vector<CommandInfo>& commands();
@@ -51,7 +60,13 @@ struct Invocation {
   std::string package_version;
   bool allow_older = false;  // install --allow-older
   bool dry_run = false;      // update --dry-run
-  bool now = false;          // remove --now
+  bool now = false;          // remove --now, model remove --now
+  // models, model install: --policy (a policy name, checked), --ort-version;
+  // model install, model remove: --variant, --version ("" when not given).
+  std::string policy;
+  std::string ort_version;
+  std::string variant;
+  std::string model_version;
   bool json = false;
   bool help = false;
   bool version = false;
@@ -66,7 +81,8 @@ struct Invocation {
 // command or argument missing, unknown or extra. Errors: a one-line message naming
 // what was wrong (an unknown option or command, a missing or extra argument or
 // action, a missing or empty --bus-address value, a value given to --json, an
-// `install NAME@VERSION` without a name or a well-formed version, no command); the
+// `install NAME@VERSION` without a name or a well-formed version, an unknown
+// --policy, a malformed --ort-version or model --version, no command); the
 // caller prints it with a pointer to --help and exits kUsage.
 std::expected<Invocation, std::string> parse_args(const std::vector<std::string>& argv);
 

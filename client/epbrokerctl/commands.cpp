@@ -194,6 +194,8 @@ int run_command(Context& ctx) {
   const std::string& c = ctx.inv.command;
   if (c == "devices") return devices(ctx);
   if (c == "providers") return lifecycle::providers(ctx);
+  if (c == "models") return models::list(ctx);
+  if (c == "model") return models::model(ctx);
   if (c == "install") return lifecycle::install(ctx);
   if (c == "update") return lifecycle::update(ctx);
   if (c == "hold") return lifecycle::hold(ctx);

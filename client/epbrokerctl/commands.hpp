@@ -41,6 +41,13 @@ int remove(Context& ctx);
 int remote(Context& ctx);
 }  // namespace lifecycle
 
+// The models' commands (model_commands.cpp): `models`, `model install`, `model
+// remove`; each returns the exit code.
+namespace models {
+int list(Context& ctx);
+int model(Context& ctx);  // inv.action: install | remove
+}  // namespace models
+
 // Shared by the commands.
 void print_json(Context& ctx, const nlohmann::json& doc);
 std::string join(const std::vector<std::string>& v, const char* sep);

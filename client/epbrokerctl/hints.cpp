@@ -1,11 +1,14 @@
 // epbrokerctl: exit codes for errors, and what to do next.
 #include "client/epbrokerctl/commands.hpp"
 
+#include <utility>
+
 namespace epbrokerctl {
 namespace {
 
 // The polkit action a command needs other than org.epbroker.manage; null for manage.
-const char* polkit_action(const std::string& cmd) {
+const char* polkit_action(const std::string& cmd, const std::string& action) {
+  if (cmd == "model" && action == "install") return "org.epbroker.install";
   if (cmd == "update") return "org.epbroker.update";
   if (cmd == "hold" || cmd == "unhold") return "org.epbroker.hold";
   if (cmd == "rollback") return "org.epbroker.downgrade";
@@ -78,9 +81,14 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
             "org.epbroker.install",
             "install " + name + (inv.package_version.empty() ? "" : "@" + inv.package_version));
       }
-      const char* action = polkit_action(cmd);
+      const char* action = polkit_action(cmd, inv.action);
       std::string retry = inv.action.empty() ? cmd : cmd + " " + inv.action;
       if (inv.now) retry += " --now";
+      for (const auto& [option, value] : {std::pair{" --variant ", &inv.variant},
+                                          {" --version ", &inv.model_version},
+                                          {" --policy ", &inv.policy}}) {
+        if (!value->empty()) retry += option + *value;
+      }
       for (const auto& a : inv.args) retry += " " + a;
       return not_authorized_hint(action != nullptr ? action : "org.epbroker.manage", retry);
     }
@@ -95,6 +103,14 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
       if (cmd == "remote") {
         return "No remote by that name: remotes are the files in /etc/epbroker/remotes.d/.";
       }
+      if (cmd == "model" && inv.action == "remove") {
+        return "Nothing installed matches: `epbrokerctl models` marks the installed variants "
+               "with *.";
+      }
+      if (cmd == "model") {
+        return "See `epbrokerctl models` for the models, versions and variants the trusted "
+               "catalogs list; `epbrokerctl refresh` fetches the latest catalog.";
+      }
       if (cmd == "install" && !inv.package_version.empty()) {
         return "The message lists the versions the catalogs offer; `epbrokerctl refresh` "
                "fetches the latest catalog.";
@@ -107,10 +123,18 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
                "--allow-older (`epbrokerctl install --allow-older " +
                name + "@" + inv.package_version + "`).";
       }
+      if (cmd == "models" || cmd == "model") {
+        return "Model names are lowercase letters, digits, '.', '_' and '-' (at most 64); see "
+               "`epbrokerctl " +
+               (inv.action.empty() ? cmd : cmd + " " + inv.action) + " --help`.";
+      }
       return "Package names are lowercase letters, digits, '.', '_' and '-' (at most 64); see "
              "`epbrokerctl " +
              (cmd.empty() ? std::string("--help") : cmd + " --help") + "`.";
     case Errc::incompatible:
+      if (cmd == "model") {
+        return "`epbrokerctl models` shows which variant this machine gets, or why none fits.";
+      }
       return "`epbrokerctl providers` shows why each package can or cannot run here.";
     case Errc::verification_failed:
       return "The catalog or package failed a signature, hash or manifest check and was not "
@@ -123,6 +147,11 @@ std::string hint_for(const epbroker::Error& e, const Invocation& inv) {
       if (cmd == "remove" && !inv.now) {
         return "A running application holds a session on it; stop that application (or wait) "
                "and try again, or delete it at once with `epbrokerctl remove --now " +
+               name + "`.";
+      }
+      if (cmd == "model" && inv.action == "remove" && !inv.now) {
+        return "A running application leases it; stop that application (or wait) and try "
+               "again, or delete it at once with `epbrokerctl model remove --now " +
                name + "`.";
       }
       return "Another operation is running; try again later (`epbrokerctl status` lists the "

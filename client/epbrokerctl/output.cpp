@@ -111,6 +111,44 @@ json to_json(const epbroker::RemovedVersion& r) {
   return {{"name", r.name}, {"version", r.version}};
 }
 
+json to_json(const epbroker::ModelVariantInfo& v) {
+  return {{"id", v.id},
+          {"devices", v.devices},
+          {"eps", v.eps},
+          {"ort_min", v.ort_min},
+          {"opset", v.opset},
+          {"size", v.size},
+          {"installed", v.installed}};
+}
+
+json to_json(const epbroker::ModelInfo& m) {
+  json variants = json::array();
+  for (const auto& v : m.variants) variants.push_back(to_json(v));
+  return {{"name", m.name},
+          {"version", m.version},
+          {"publisher", m.publisher},
+          {"license", m.license},
+          {"license_url", or_null(m.license_url)},
+          {"description", or_null(m.description)},
+          {"task", or_null(m.task)},
+          {"state", m.state},
+          {"reason", or_null(m.reason)},
+          {"remote", or_null(m.remote)},
+          {"variants", variants},
+          {"planned", or_null(m.planned)},
+          {"plan_device", or_null(m.plan_device)},
+          {"plan_ep", or_null(m.plan_ep)},
+          {"plan_reason", or_null(m.plan_reason)}};
+}
+
+json to_json(const epbroker::InstalledModel& m) {
+  return {{"name", m.name}, {"version", m.version}, {"variant", m.variant}, {"size", m.size}};
+}
+
+json to_json(const epbroker::RemovedModel& r) {
+  return {{"name", r.name}, {"version", r.version}, {"variant", r.variant}};
+}
+
 json to_json(const epbroker::UpdateChange& c, const json& job) {
   return {{"name", c.name},
           {"from", or_null(c.from)},

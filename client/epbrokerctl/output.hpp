@@ -30,6 +30,10 @@ nlohmann::json to_json(const epbroker::VerifyResult& r);
 nlohmann::json to_json(const epbroker::VersionInfo& v);
 nlohmann::json to_json(const epbroker::HistoryEntry& h);
 nlohmann::json to_json(const epbroker::RemovedVersion& r);
+nlohmann::json to_json(const epbroker::ModelInfo& m);
+nlohmann::json to_json(const epbroker::ModelVariantInfo& v);
+nlohmann::json to_json(const epbroker::InstalledModel& m);
+nlohmann::json to_json(const epbroker::RemovedModel& r);
 // An update's change; `job` is its job's last progress (null when none ran).
 nlohmann::json to_json(const epbroker::UpdateChange& c, const nlohmann::json& job);
 

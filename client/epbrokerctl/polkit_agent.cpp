@@ -60,8 +60,8 @@ bool may_need_authorization(std::string_view command) {
   // Not verify: the daemon asks polkit about it without user interaction (a new
   // verification for org.epbroker.manage, else the latest result), so an agent
   // would never be asked.
-  for (std::string_view c :
-       {"install", "update", "hold", "unhold", "rollback", "gc", "remove", "remote", "refresh"}) {
+  for (std::string_view c : {"install", "update", "hold", "unhold", "rollback", "gc", "remove",
+                             "remote", "refresh", "model"}) {
     if (c == command) return true;
   }
   return false;

@@ -13,10 +13,10 @@
 namespace epbroker {
 
 using detail::checked;
+using detail::kBrokerInterface;
 
 namespace {
 
-constexpr const char* kBrokerInterface = "org.epbroker.Broker1";
 constexpr const char* kJobInterface = "org.epbroker.Job1";
 constexpr const char* kSessionInterface = "org.epbroker.Session1";
 
@@ -138,7 +138,7 @@ std::vector<VerifyResult> Client::verify() { return verify(ProgressCallback{}).r
 
 Session Client::request_session(const SessionOptions& options) {
   // Called by hand rather than through the generated proxy, which would decode
-  // the providers into sdbus::Variants first (see detail::read_providers).
+  // the providers into sdbus::Variants first (see detail::read_session_grants).
   auto reply = detail::checked_starting([&] {
     auto& proxy = conn_->broker->raw();
     auto call = proxy.createMethodCall(kBrokerInterface, "RequestSession");
@@ -149,7 +149,8 @@ Session Client::request_session(const SessionOptions& options) {
   std::vector<Provider> granted;
   try {
     checked([&] { reply >> path; });
-    granted = checked([&] { return detail::read_providers(reply); });
+    // Models come only when asked for (ensure_model): none is a provider.
+    granted = checked([&] { return detail::read_session_grants(reply).providers; });
     // Only files of the store this library trusts are handed to the app
     // (store_path.hpp): a compromised daemon cannot point it elsewhere.
     const std::string store = detail::trusted_store_dir();

@@ -5,6 +5,7 @@
 
 #include <sdbus-c++/sdbus-c++.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -15,6 +16,7 @@ namespace epbroker::detail {
 
 inline constexpr const char* kBusName = "org.epbroker.Broker1";
 inline constexpr const char* kBrokerPath = "/org/epbroker/Broker1";
+inline constexpr const char* kBrokerInterface = "org.epbroker.Broker1";
 
 // Broker1 methods and properties, plus Properties.GetAll and
 // ObjectManager.GetManagedObjects on the broker's root object. It never calls
@@ -27,7 +29,7 @@ class BrokerProxy final
  public:
   explicit BrokerProxy(sdbus::IConnection& bus);
   ~BrokerProxy();
-  // For calls made by hand (Client::request_session).
+  // For calls made by hand (Client::request_session, Client::ensure_model).
   sdbus::IProxy& raw() { return getProxy(); }
 
  private:
@@ -66,6 +68,26 @@ auto checked(F&& body) -> decltype(body()) {
     return body();
   } catch (const sdbus::Error& e) {
     throw to_error(e);
+  }
+}
+
+// The method timeout of calls that delete files (CollectGarbage, RemoveModel):
+// longer than a method call may take by default.
+inline constexpr std::uint64_t kDeletingCallTimeoutUsec = 600ULL * 1000 * 1000;
+
+// Runs `body` (a generated call, which takes the connection's default method
+// timeout) with the method timeout raised to `usec`, then puts it back.
+template <typename F>
+auto with_method_timeout(Connection& conn, std::uint64_t usec, F&& body) -> decltype(body()) {
+  const auto previous = conn.bus->getMethodCallTimeout();
+  conn.bus->setMethodCallTimeout(usec);
+  try {
+    auto r = body();
+    conn.bus->setMethodCallTimeout(previous);
+    return r;
+  } catch (...) {
+    conn.bus->setMethodCallTimeout(previous);
+    throw;
   }
 }
 

@@ -131,11 +131,34 @@ Provider to_provider(const Dict& d) {
   return out;
 }
 
-std::vector<Provider> read_providers(sdbus::Message& m) {
-  std::vector<Provider> out;
+namespace {
+
+// A granted model from the provider fields its dict shares with a provider's
+// (name, version, state, devices, job, reason) and its own keys, read apart.
+GrantedModel granted_model(Provider&& p, const Dict& own) {
+  GrantedModel out;
+  out.name = std::move(p.name);
+  out.version = std::move(p.version);
+  out.state = std::move(p.state_name);
+  out.devices = std::move(p.devices);
+  out.job = std::move(p.job);
+  out.reason = std::move(p.reason);
+  out.variant = str(own, key::variant);
+  out.path = str(own, key::path);
+  out.main = str(own, key::main);
+  out.files = strs(own, key::files);
+  out.eps = strs(own, key::eps);
+  return out;
+}
+
+}  // namespace
+
+SessionGrants read_session_grants(sdbus::Message& m) {
+  SessionGrants out;
   if (!m.enterContainer("a{sv}")) throw Error(Errc::protocol, "epbrokerd sent no provider list");
   while (m.enterContainer("{sv}")) {
     Provider p;
+    Dict other;  // keys that are not a provider's: a model's own, or a newer daemon's
     while (m.enterDictEntry("sv")) {
       std::string key;
       m >> key;
@@ -163,19 +186,62 @@ std::vector<Provider> read_providers(sdbus::Message& m) {
         m.exitVariant();
       });
       if (!known) {
-        sdbus::Variant ignored;  // a newer daemon's key: read past it
-        m >> ignored;
+        sdbus::Variant value;  // read past it; kept for a model's dict
+        m >> value;
+        other.insert_or_assign(std::move(key), std::move(value));
       }
       m.exitDictEntry();
     }
     m.clearFlags();
     m.exitContainer();
+    if (p.kind == common::kModelKind) {
+      out.models.push_back(granted_model(std::move(p), other));
+      continue;
+    }
     p.state = parse_provider_state(p.state_name);
-    out.push_back(std::move(p));
+    out.providers.push_back(std::move(p));
   }
   m.clearFlags();
   m.exitContainer();
   return out;
+}
+
+ModelVariantInfo to_model_variant(const Dict& d) {
+  ModelVariantInfo out;
+  out.id = str(d, key::id);
+  out.devices = strs(d, key::devices);
+  out.eps = strs(d, key::eps);
+  out.ort_min = str(d, key::ort_min);
+  out.opset = field<std::uint32_t>(d, key::opset, "u");
+  out.size = field<std::uint64_t>(d, key::size, "t");
+  out.installed = field<bool>(d, key::installed, "b");
+  return out;
+}
+
+ModelInfo to_model_info(const Dict& d) {
+  ModelInfo out;
+  out.name = str(d, key::name);
+  out.version = str(d, key::version);
+  out.publisher = str(d, key::publisher);
+  out.license = str(d, key::license);
+  out.license_url = str(d, key::license_url);
+  out.description = str(d, key::description);
+  out.task = str(d, key::task);
+  out.state = str(d, key::state);
+  out.reason = str(d, key::reason);
+  out.remote = str(d, key::remote);
+  for (const auto& v : field<std::vector<Dict>>(d, key::variants, "aa{sv}")) {
+    out.variants.push_back(to_model_variant(v));
+  }
+  out.planned = str(d, key::planned);
+  out.plan_device = str(d, key::plan_device);
+  out.plan_ep = str(d, key::plan_ep);
+  out.plan_reason = str(d, key::plan_reason);
+  return out;
+}
+
+RemovedModel to_removed_model(const Dict& d) {
+  return RemovedModel{str(d, key::name), str(d, key::version), str(d, key::variant)};
 }
 
 VersionInfo to_version_info(const Dict& d) {
@@ -261,6 +327,35 @@ Dict to_install_options(const InstallOptions& options) {
 Dict to_update_options(bool dry_run) {
   Dict out;
   out.emplace(key::dry_run, sdbus::Variant(dry_run));
+  return out;
+}
+
+Dict to_list_models_options(Policy policy, const std::string& ort_version) {
+  Dict out;
+  out.emplace(key::policy, sdbus::Variant(std::string(to_string(policy))));
+  if (!ort_version.empty()) out.emplace(key::ort_version, sdbus::Variant(ort_version));
+  return out;
+}
+
+Dict to_ensure_model_options(const ModelOptions& options) {
+  Dict out = to_list_models_options(options.policy, options.ort_version);
+  if (!options.variant.empty()) out.emplace(key::variant, sdbus::Variant(options.variant));
+  if (!options.version.empty()) out.emplace(key::version, sdbus::Variant(options.version));
+  return out;
+}
+
+Dict to_model_session_options(const std::string& name, const ModelOptions& options) {
+  Dict out = to_list_models_options(options.policy, options.ort_version);
+  const std::map<std::string, std::string> models{{name, options.variant}};
+  out.emplace(key::models, sdbus::Variant(models));
+  return out;
+}
+
+Dict to_remove_model_options(const std::string& version, const std::string& variant, bool now) {
+  Dict out;
+  if (!version.empty()) out.emplace(key::version, sdbus::Variant(version));
+  if (!variant.empty()) out.emplace(key::variant, sdbus::Variant(variant));
+  if (now) out.emplace(key::now, sdbus::Variant(true));
   return out;
 }
 

@@ -16,9 +16,6 @@ using detail::checked;
 
 namespace {
 
-// CollectGarbage deletes package trees: longer than a method call may take by default.
-constexpr std::uint64_t kGcTimeoutUsec = 600ULL * 1000 * 1000;
-
 template <typename T, typename F>
 std::vector<T> converted(const std::vector<detail::Dict>& dicts, F convert) {
   std::vector<T> out;
@@ -101,17 +98,8 @@ std::vector<HistoryEntry> Client::history(const std::string& name) {
 
 std::vector<RemovedVersion> Client::gc() {
   const auto dicts = checked([&] {
-    // The generated call takes the connection's default timeout: raise it for this one.
-    const auto previous = conn_->bus->getMethodCallTimeout();
-    conn_->bus->setMethodCallTimeout(kGcTimeoutUsec);
-    try {
-      auto r = conn_->broker->CollectGarbage();
-      conn_->bus->setMethodCallTimeout(previous);
-      return r;
-    } catch (...) {
-      conn_->bus->setMethodCallTimeout(previous);
-      throw;
-    }
+    return detail::with_method_timeout(*conn_, detail::kDeletingCallTimeoutUsec,
+                                       [&] { return conn_->broker->CollectGarbage(); });
   });
   return converted<RemovedVersion>(dicts, detail::to_removed_version);
 }

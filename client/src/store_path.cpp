@@ -17,16 +17,19 @@ std::string trusted_store_dir() {
   return dir != nullptr && *dir != '\0' ? std::string(dir) : std::string(kSystemStoreDir);
 }
 
-std::string refuse_library_path(const std::string& library_path, const std::string& store_dir) {
+namespace {
+
+std::string refuse_store_path(const std::string& target, const std::string& store_dir,
+                              bool directory) {
   std::error_code ec;
   const fs::path root = fs::canonical(store_dir, ec);
   if (ec) return "the store " + store_dir + " cannot be resolved: " + ec.message();
-  const fs::path file = fs::canonical(library_path, ec);
-  if (ec) return library_path + " cannot be resolved: " + ec.message();
+  const fs::path file = fs::canonical(target, ec);
+  if (ec) return target + " cannot be resolved: " + ec.message();
   // 1. Strictly inside the store, once every symlink is resolved.
   const fs::path rel = file.lexically_relative(root);
   if (rel.empty() || rel.is_absolute() || *rel.begin() == ".." || rel == ".") {
-    return library_path + " is outside the store " + root.string();
+    return target + " is outside the store " + root.string();
   }
   // 2. The store's owner owns it all, and no one else may write any of it.
   struct stat st {};
@@ -42,8 +45,22 @@ std::string refuse_library_path(const std::string& library_path, const std::stri
     if (st.st_uid != owner) return at.string() + " does not belong to the store's owner";
     if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return at.string() + " is writable by others";
   }
-  if (!S_ISREG(st.st_mode)) return library_path + " is not a regular file";
+  if (directory) {
+    if (!S_ISDIR(st.st_mode)) return target + " is not a directory";
+  } else if (!S_ISREG(st.st_mode)) {
+    return target + " is not a regular file";
+  }
   return "";
+}
+
+}  // namespace
+
+std::string refuse_library_path(const std::string& library_path, const std::string& store_dir) {
+  return refuse_store_path(library_path, store_dir, false);
+}
+
+std::string refuse_store_dir(const std::string& dir, const std::string& store_dir) {
+  return refuse_store_path(dir, store_dir, true);
 }
 
 }  // namespace epbroker::detail

@@ -1,4 +1,5 @@
-// Whether a library path the daemon granted may be loaded (issue 17 item 2).
+// Whether a library path (or a model's directory) the daemon granted may be
+// loaded (issue 17 item 2).
 //
 // The daemon talks to the network; were it compromised, it could answer
 // RequestSession with any path. So libepbroker loads (and lets <epbroker/ort.hpp>
@@ -23,5 +24,10 @@ std::string trusted_store_dir();
 // down to it must belong to the store directory's owner (root for the system
 // store) and be writable by no one else (no group or other write bit).
 std::string refuse_library_path(const std::string& library_path, const std::string& store_dir);
+
+// "" when `dir` may be handed to an app as a directory of `store_dir` (a granted
+// model variant's path); else why not. The same rules as refuse_library_path(),
+// for a directory instead of a regular file.
+std::string refuse_store_dir(const std::string& dir, const std::string& store_dir);
 
 }  // namespace epbroker::detail

@@ -3,9 +3,9 @@
 # command line split into COMP_WORDS the way bash splits it (COMP_WORDBREAKS), then
 # _epbrokerctl, then COMPREPLY checked. The epbrokerctl on PATH is a stand-in: its
 # help is the built epbrokerctl's (so commands and options are the tool's own), and
-# `--json providers` prints canned JSON of the shape docs/epbrokerctl.md gives (and
-# records its arguments), or, with BROKEN set, the error document of an unreachable
-# daemon.
+# `--json providers` and `--json models` print canned JSON of the shapes
+# docs/epbrokerctl.md gives (and record their arguments), or, with BROKEN set, the
+# error document of an unreachable daemon.
 # Usage: completion_test.sh EPBROKERCTL   (EPBROKER_SOURCE_DIR names the source tree)
 set -uo pipefail
 SRC=${EPBROKER_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -30,6 +30,7 @@ if [[ -n \${BROKEN:-} ]]; then
   echo '{"error": {"code": "Unavailable", "bus_name": null, "message": "no bus", "hint": null}}'
   exit 5
 fi
+for a; do [[ \$a == models ]] && exec cat "$W/models.json"; done
 cat "$W/providers.json"
 EOF
 chmod +x bin/epbrokerctl
@@ -59,6 +60,41 @@ cat >providers.json <<'EOF'
   {"name": "fake", "ep_names": ["FakeEp"], "version": "1.0.0", "vendor": "x", "state": "refused",
    "devices": [], "size": 5, "library_path": null, "reason": "outside fake/", "remote": "default",
    "job": null, "versions": [], "update_available": null, "held": false, "hold_reason": null}
+]}
+EOF
+
+# tiny-net 1.0: fp32 installed, int8 not; tiny-net 0.9: fp16 (not installed);
+# big-net 2.0: nothing installed; bad-net: refused.
+cat >models.json <<'EOF'
+{"models": [
+  {"name": "tiny-net", "version": "1.0", "publisher": "Test", "license": "Apache-2.0",
+   "license_url": null, "description": null, "task": "image-classification",
+   "state": "available", "reason": null, "remote": "default",
+   "variants": [
+     {"id": "fp32", "devices": [], "eps": [], "ort_min": "1.20", "opset": 17, "size": 1,
+      "installed": true},
+     {"id": "int8", "devices": ["npu"], "eps": ["TestNpuExecutionProvider"], "ort_min": "1.20",
+      "opset": 17, "size": 1, "installed": false}],
+   "planned": "fp32", "plan_device": "cpu0", "plan_ep": "CPUExecutionProvider",
+   "plan_reason": "generic"},
+  {"name": "tiny-net", "version": "0.9", "publisher": "Test", "license": "Apache-2.0",
+   "license_url": null, "description": null, "task": null, "state": "available",
+   "reason": null, "remote": "default",
+   "variants": [{"id": "fp16", "devices": [], "eps": [], "ort_min": "1.20", "opset": 17,
+                 "size": 1, "installed": false}],
+   "planned": "fp16", "plan_device": "cpu0", "plan_ep": "CPUExecutionProvider",
+   "plan_reason": "generic"},
+  {"name": "big-net", "version": "2.0", "publisher": "Test", "license": "MIT",
+   "license_url": null, "description": null, "task": null, "state": "available",
+   "reason": null, "remote": "default",
+   "variants": [{"id": "fp32", "devices": [], "eps": [], "ort_min": "1.20", "opset": 17,
+                 "size": 1, "installed": false}],
+   "planned": "fp32", "plan_device": "cpu0", "plan_ep": "CPUExecutionProvider",
+   "plan_reason": "generic"},
+  {"name": "bad-net", "version": "1.0", "publisher": "x", "license": "MIT",
+   "license_url": null, "description": null, "task": null, "state": "refused",
+   "reason": "not signed as it says", "remote": "default", "variants": [], "planned": null,
+   "plan_device": null, "plan_ep": null, "plan_reason": null}
 ]}
 EOF
 
@@ -123,8 +159,8 @@ offers() {
 # Commands: a prefix, all of them, help's argument, remote's action.
 replies "epbrokerctl ins" -- install
 replies "epbrokerctl re" -- refresh remote remove
-offers "epbrokerctl " -- devices providers install update hold unhold rollback history gc \
-  remove refresh verify status remote help
+offers "epbrokerctl " -- devices providers models model install update hold unhold rollback \
+  history gc remove refresh verify status remote help
 offers "epbrokerctl --json " -- install status
 replies "epbrokerctl help up" -- update
 replies "epbrokerctl remote " -- reset
@@ -163,9 +199,35 @@ replies "epbrokerctl install --bus-address=unix:path=/tmp/b2 w" -- webgpu
 check "--bus-address=ADDRESS passed on" -- \
   grep -qx -e "--bus-address=unix:path=/tmp/b2 --json providers" calls.txt
 
+# Models: the command, its actions, names from `--json models` (install: every
+# model not refused; remove: those with an installed variant), the values of its
+# options (policies; a model's variants and versions), its options.
+replies "epbrokerctl mod" -- model models
+replies "epbrokerctl model " -- install remove
+rm -f calls.txt
+replies "epbrokerctl model install " -- big-net tiny-net
+check "models asked with --json" -- grep -qx -e "--json models" calls.txt
+replies "epbrokerctl model remove " -- tiny-net
+replies "epbrokerctl model install tiny-net " --
+replies "epbrokerctl model install tiny-net --variant " -- fp16 fp32 int8
+replies "epbrokerctl model remove tiny-net --variant " -- fp32
+replies "epbrokerctl model install tiny-net --version " -- 0.9 1.0
+replies "epbrokerctl models --policy prefer_" -- prefer_cpu prefer_gpu prefer_npu
+replies "epbrokerctl models --policy=max_" -- max_efficiency max_performance
+replies "epbrokerctl models --ort-version " --
+replies "epbrokerctl model install --policy max_performance " -- big-net tiny-net
+replies "epbrokerctl model install --var" -- --variant
+offers "epbrokerctl model remove --" -- --now --version --variant --json
+offers "epbrokerctl models --" -- --policy --ort-version --json
+rm -f calls.txt
+replies "epbrokerctl --bus-address unix:path=/tmp/b3 model remove " -- tiny-net
+check "--bus-address passed on to models" -- \
+  grep -qx -e "--bus-address unix:path=/tmp/b3 --json models" calls.txt
+
 # An unreachable daemon: no names, nothing on the terminal.
 export BROKEN=1
 replies "epbrokerctl install " --
+replies "epbrokerctl model install " --
 unset BROKEN
 
 summary

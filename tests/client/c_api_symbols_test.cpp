@@ -1,11 +1,14 @@
 // libepbroker's exported symbols (client/libepbroker.map): every function
 // <epbroker/epbroker.h> declares, and every C++ symbol libepbroker.so.0 exported before
-// the C API existed, are exported with version EPBROKER_0.1; nothing else is exported
+// the C API existed, are exported with version EPBROKER_0.1; the C++ symbols added
+// for models (<epbroker/models.hpp>) with EPBROKER_0.2; nothing else is exported
 // (no sdbus-c++, spdlog or standard-library symbol).
+#include <cxxabi.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <regex>
@@ -79,6 +82,37 @@ constexpr const char* kCxxSymbols[] = {
     "_ZTVN8epbroker5ErrorE",
 };
 
+// The C++ symbols added in EPBROKER_0.2 (models): mangled names.
+constexpr const char* kVersion02 = "EPBROKER_0.2";
+constexpr const char* kCxxSymbols02[] = {
+    "_ZN8epbroker6Client6modelsENS_6PolicyERKNSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEE",
+    "_ZN8epbroker6Client12ensure_modelERKNSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEERKNS_12ModelOptionsERKSt8functionIFvRKNS_8ProgressEEERKNS_11CancelTokenE",
+    "_ZN8epbroker6Client13install_modelERKNSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEERKNS_12ModelOptionsERKSt8functionIFvRKNS_8ProgressEEERKNS_11CancelTokenE",
+    "_ZN8epbroker6Client12remove_modelERKNSt7__cxx1112basic_stringIcSt11char_"
+    "traitsIcESaIcEEES8_S8_b",
+    "_ZN8epbroker10ModelLeaseC1Ev",
+    "_ZN8epbroker10ModelLeaseC2Ev",
+    "_ZN8epbroker10ModelLeaseC1EOS0_",
+    "_ZN8epbroker10ModelLeaseC2EOS0_",
+    "_ZN8epbroker10ModelLeaseD1Ev",
+    "_ZN8epbroker10ModelLeaseD2Ev",
+    "_ZN8epbroker10ModelLeaseaSEOS0_",
+    "_ZNK8epbroker10ModelLease4nameB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease7versionB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease7variantB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease4pathB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease4mainB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease5filesB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease7devicesB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease3epsB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease12session_pathB5cxx11Ev",
+    "_ZNK8epbroker10ModelLease6activeEv",
+    "_ZN8epbroker10ModelLease7releaseEv",
+};
+
 // The functions the C header declares.
 std::set<std::string> header_functions() {
   std::ifstream in(EPBROKER_C_HEADER);
@@ -91,6 +125,14 @@ std::set<std::string> header_functions() {
     out.insert((*it)[1]);
   }
   return out;
+}
+
+// `name` demangled (itself when it is not a C++ name).
+std::string demangled(const std::string& name) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> out(
+      abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && out ? std::string(out.get()) : name;
 }
 
 class Library {
@@ -125,9 +167,22 @@ TEST(CApiSymbols, TheCxxAbiIsKeptWithItsVersion) {
   }
 }
 
+TEST(CApiSymbols, TheModelApiHasVersion02) {
+  Library lib;
+  ASSERT_NE(lib.handle(), nullptr) << dlerror();
+  for (const char* symbol : kCxxSymbols02) {
+    EXPECT_NE(dlvsym(lib.handle(), symbol, kVersion02), nullptr) << symbol << "@" << kVersion02;
+    // Not also (or instead) in the released node.
+    EXPECT_EQ(dlvsym(lib.handle(), symbol, kVersion), nullptr) << symbol << "@" << kVersion;
+  }
+}
+
 TEST(CApiSymbols, NothingElseIsExported) {
+  // Mangled (no -C), to tell the 0.2 symbols by their names.
   const std::string command =
-      std::string("nm -D --defined-only --with-symbol-versions -C '") + EPBROKER_LIBRARY_PATH + "'";
+      std::string("nm -D --defined-only --with-symbol-versions '") + EPBROKER_LIBRARY_PATH + "'";
+  const std::set<std::string> added(std::begin(kCxxSymbols02), std::end(kCxxSymbols02));
+  std::set<std::string> seen02;
   std::unique_ptr<FILE, decltype(&pclose)> nm(popen(command.c_str(), "r"), &pclose);
   ASSERT_NE(nm, nullptr);
   const std::regex ours(
@@ -141,16 +196,27 @@ TEST(CApiSymbols, NothingElseIsExported) {
     const auto type_at = l.find(' ');
     ASSERT_NE(type_at, std::string::npos) << l;
     std::string name = l.substr(type_at + 3);
-    // The version's own (absolute) symbol, as nm prints it with or without a version.
-    if (name == kVersion || name == std::string(kVersion) + "@@" + kVersion) continue;
+    // The versions' own (absolute) symbols, as nm prints them with or without a version.
+    bool version_symbol = false;
+    for (const std::string v : {kVersion, kVersion02}) {
+      version_symbol = version_symbol || name == v || name == v + "@@" + v;
+    }
+    if (version_symbol) continue;
     const auto at = name.rfind("@@");
     ASSERT_NE(at, std::string::npos) << "unversioned: " << l;
-    EXPECT_EQ(name.substr(at + 2), kVersion) << l;
+    const std::string version = name.substr(at + 2);
     name.resize(at);
-    EXPECT_TRUE(std::regex_match(name, ours)) << "exported by accident: " << l;
+    if (added.count(name) != 0) {
+      EXPECT_EQ(version, kVersion02) << l;
+      seen02.insert(name);
+    } else {
+      EXPECT_EQ(version, kVersion) << l;
+    }
+    EXPECT_TRUE(std::regex_match(demangled(name), ours)) << "exported by accident: " << l;
     ++count;
   }
   EXPECT_GE(count, std::size(kCxxSymbols) + 130) << "nm listed too little";
+  EXPECT_EQ(seen02, added) << "a 0.2 symbol is missing";
 }
 
 }  // namespace

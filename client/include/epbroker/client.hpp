@@ -6,17 +6,20 @@
 //   epbroker::Session s = client.request_session({}); // a lease on the ready providers
 //   for (const auto& p : s.providers()) register(p.library_path, p.ep_names);
 //   client.update({}, false, on_progress);          // admins: every package to its newest
+//   auto model = client.ensure_model("tiny-net", {}); // a model's files, leased
+//                                                    // (<epbroker/models.hpp>)
 //
 // Errors: every failing call throws epbroker::Error (see <epbroker/error.hpp>),
 // with the daemon's error kind and message.
 //
 // Blocking: every call is a synchronous D-Bus round trip on the calling thread.
 // A call that the daemon answers from memory (devices, providers, status,
-// request_session, remove, hold, unhold, rollback, history, reset_remote, and
-// update with dry_run) takes well under a second; each is bounded by the D-Bus
+// request_session, remove, hold, unhold, rollback, history, reset_remote, models,
+// and update with dry_run) takes well under a second; each is bounded by the D-Bus
 // method timeout (25 s); status() may also ask again for up to 1 s while the
-// daemon retires a session that has just ended. gc() deletes files (bounded at
-// 10 min). ensure_ready(), install(), update(), refresh() and verify() block
+// daemon retires a session that has just ended. gc() and remove_model() delete
+// files (bounded at 10 min). ensure_ready(), install(), update(), refresh(),
+// verify() and ensure_model() block
 // until their jobs end: as long as a download (or re-hashing the store) takes,
 // with no overall limit; they return early only through the cancel token (or
 // when the daemon goes away: Errc::unavailable). The first call on a system where
@@ -26,11 +29,11 @@
 // Threads: a Client is not thread-safe; use it from one thread at a time (distinct
 // Clients on distinct threads are independent). The library starts no thread:
 // progress callbacks run on the thread that called ensure_ready(), install(),
-// update() or refresh(), inside that call. CancelToken::cancel() may be called
-// from any thread and from a signal handler. A Session may be used (and
-// destroyed) on another thread than its Client, but not concurrently with calls
-// on that Client, since they share one connection. A Client must not be used in a child after
-// fork(). A moved-from Client may only be destroyed or assigned to.
+// update(), refresh(), verify() or ensure_model(), inside that call. CancelToken::cancel() may be
+// called from any thread and from a signal handler. A Session may be used (and destroyed) on
+// another thread than its Client, but not concurrently with calls on that Client, since they share
+// one connection. A Client must not be used in a child after fork(). A moved-from Client may only
+// be destroyed or assigned to.
 //
 // Lifetime: a Session keeps its Client's bus connection open, even after the
 // Client is destroyed: the daemon ends a session when its owner's connection
@@ -151,8 +154,8 @@ EPBROKER_API bool is_final(JobState state) noexcept;
 // goes down within one job (stale, out-of-order updates are dropped).
 struct Progress {
   std::string job;     // D-Bus path of the job
-  std::string kind;    // "install" | "refresh" | "verify"
-  std::string target;  // package name (install) or "" (refresh, verify)
+  std::string kind;    // "install" | "refresh" | "verify" | "model"
+  std::string target;  // package name (install), "NAME/VARIANT" (model), "" (refresh, verify)
   JobState state = JobState::unknown;
   std::uint64_t bytes_done = 0;
   std::uint64_t bytes_total = 0;
@@ -298,6 +301,13 @@ namespace detail {
 struct Connection;  // the bus connection a Client and its Sessions share
 }  // namespace detail
 
+// <epbroker/models.hpp> (included at the end of this header).
+struct ModelInfo;
+struct ModelOptions;
+struct InstalledModel;
+struct RemovedModel;
+class ModelLease;
+
 // A lease: while it lives, the daemon removes none of the files of the providers
 // it granted. Released (Session1.Release) on destruction or release(); the daemon
 // also ends it when this process's bus connection closes (exit, crash, kill -9).
@@ -415,7 +425,10 @@ class EPBROKER_API Client {
 
   // Deletes every installed version that is neither current nor kept and that no
   // session leases (Broker1.CollectGarbage); returns what it deleted.
-  // NotAuthorized: polkit org.epbroker.manage.
+  // NotAuthorized: polkit org.epbroker.manage. The daemon also deletes model
+  // variants that a newer installed version supersedes: those come back as a
+  // RemovedVersion of the model's name and version too (RemovedVersion cannot
+  // grow a variant field without changing libepbroker.so.0's ABI).
   std::vector<RemovedVersion> gc();
 
   // Removes package `name` (Broker1.RemoveProvider): new sessions never get it
@@ -450,8 +463,56 @@ class EPBROKER_API Client {
   // A lease on the providers the options select (Broker1.RequestSession).
   Session request_session(const SessionOptions& options = {});
 
+  // ---- models (<epbroker/models.hpp>; since libepbroker 0.2) ----
+
+  // Every model version the trusted catalogs list, newest first per name, with
+  // the variant a session with `policy` and `ort_version` ("" = not checked) gets
+  // on this machine (Broker1.ListModels). InvalidArgument for a malformed
+  // ort_version. Open to everyone.
+  std::vector<ModelInfo> models(Policy policy = Policy::default_policy,
+                                const std::string& ort_version = {});
+
+  // Installs a variant of model `name` unless installed (Broker1.EnsureModel) and
+  // waits for its job as ensure_ready() does (progress with kind "model", target
+  // "NAME/VARIANT"; cancellation; the job's errors). The variant is
+  // options.variant (installed whatever this machine has), or the one planned for
+  // this machine under options.policy and options.ort_version; the version
+  // options.version, or the newest valid one. Leases nothing (options.download is
+  // not read). Throws NotFound (no such model, version or variant),
+  // VerificationFailed (a refused version), Incompatible (no variant fits),
+  // NotAuthorized (polkit org.epbroker.install).
+  InstalledModel install_model(const std::string& name, const ModelOptions& options,
+                               const ProgressCallback& on_progress = {},
+                               const CancelToken& cancel = CancelToken());
+
+  // Installs a variant of model `name` as install_model() does (skipped without
+  // options.download), then leases it (Broker1.RequestSession with the models option
+  // only: the lease grants no provider). The variant is options.variant, or the
+  // one planned for this machine under options.policy and options.ort_version;
+  // the lease gets the newest installed version holding it. Throws NotFound (no
+  // such model, version or variant; or, without download, not installed),
+  // VerificationFailed (a refused version, or files outside the store),
+  // Incompatible (no variant fits this machine or ort_version), Busy (installing
+  // for another caller), NotAuthorized (polkit org.epbroker.install), and
+  // NotFound too when options.version is given and the newest installed version
+  // of the variant is another one.
+  ModelLease ensure_model(const std::string& name, const ModelOptions& options,
+                          const ProgressCallback& on_progress = {},
+                          const CancelToken& cancel = CancelToken());
+
+  // Removes installed variants of model `name` (Broker1.RemoveModel): of
+  // `version` and `variant`, each "" = every installed one. A variant a session
+  // leases is refused with Busy and nothing is removed, unless `now` (then apps
+  // that opened the files keep them open). Files shared with a variant that
+  // stays are kept. Returns each variant removed. NotFound unless something
+  // matches; NotAuthorized: polkit org.epbroker.manage.
+  std::vector<RemovedModel> remove_model(const std::string& name, const std::string& version = {},
+                                         const std::string& variant = {}, bool now = false);
+
  private:
   std::shared_ptr<detail::Connection> conn_;
 };
 
 }  // namespace epbroker
+
+#include "epbroker/models.hpp"  // IWYU pragma: export
