@@ -25,6 +25,9 @@ constexpr const char* kLeasesFileName = "leases.json";
 // removal (log/message_ids.hpp); "" for the others.
 std::string_view message_id_of(const HistoryEntry& e) {
   if (e.result != "ok") return {};
+  // A model variant's entry ("VERSION/VARIANT": a package version has no '/'):
+  // the catalogued messages are about execution provider packages.
+  if (e.from.find('/') != std::string::npos || e.to.find('/') != std::string::npos) return {};
   switch (e.action) {
     case HistoryAction::install:
       return log::kMessageInstalled;
