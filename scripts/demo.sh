@@ -5,16 +5,18 @@
 #   1. bootstrap (Debian packages, ONNX Runtime from npm, vendor EP wheels and the
 #      demo's model from PyPI, all SHA-256 pinned) and a Release build;
 #   2. publisher: a signed catalog (TUF, 2-of-3 root keys) with the OpenVINO and
-#      WebGPU plugin EPs and the shared ONNX Runtime package, served by nginx on
-#      loopback;
+#      WebGPU plugin EPs, the shared ONNX Runtime package and Google's Magika model
+#      (a real trained file-type classifier shipped in the magika wheel on PyPI;
+#      two variants sharing their files), served by nginx on loopback;
 #   3. a private D-Bus system bus whose first call activates epbrokerd;
-#   4. epbrokerctl shows what the daemon found and what the catalog offers, and
-#      installs the shared ONNX Runtime package with progress;
-#   5. epbroker-run classifies a few files with Google's Magika model (a real
-#      trained file-type classifier shipped in the magika wheel on PyPI) under
-#      --policy max_performance: the daemon installs what this machine can use
-#      (with progress), the app registers it in its own ORT, prints the top-5
-#      labels of each file and the latency beside the plain CPU EP;
+#   4. epbrokerctl shows what the daemon found and what the catalog offers (the
+#      models too: which variant this machine would get, and why), and installs
+#      the shared ONNX Runtime package with progress;
+#   5. epbroker-run --model magika classifies a few files under --policy
+#      max_performance: the daemon installs the model's planned variant and what
+#      this machine can use (with progress), the app registers the EPs in its own
+#      ORT, prints the top-5 labels of each file and the latency beside the plain
+#      CPU EP;
 #   6. the same run again: the store is reused, nothing is downloaded.
 # Everything started is stopped and the scratch directory removed at the end.
 set -euo pipefail
@@ -66,12 +68,21 @@ wait_for() {
   exit 1
 }
 
-step "Publisher: a signed catalog with the OpenVINO and WebGPU EPs and the ONNX Runtime package"
+step "Publisher: a signed catalog with the OpenVINO and WebGPU EPs, the ONNX Runtime package and Magika"
 run "$PUBLISH" init --repo repo --keys keys --root-keys 3 --root-threshold 2 >/dev/null
 for pkg in openvino/openvino-1.8.1 webgpu/webgpu-0.4.0 onnxruntime/onnxruntime-1.30.0; do
   run "$PUBLISH" add --repo repo --keys keys --metadata "$ROOT_DIR/ep-packages/${pkg%%/*}/ep.json" \
     "$B/ep-packages/$pkg.tar.zst"
 done
+# The model: one directory per variant (both hold the same two files, published
+# and stored once); pack-model hashes them into the card, add-model signs it.
+for variant in fp32 fp32-cpu; do
+  mkdir -p "magika/$variant"
+  cp "$MODEL_DIR/model.onnx" "$MODEL_DIR/config.min.json" "magika/$variant/"
+done
+run "$PUBLISH" pack-model --dir magika --metadata "$ROOT_DIR/scripts/demo/magika.model.json" \
+  --output magika.model.json
+run "$PUBLISH" add-model --repo repo --keys keys --model magika.model.json --dir magika
 
 step "Serve it with nginx on loopback"
 mkdir -p nginx/tmp
@@ -151,14 +162,16 @@ step "What the daemon sees on this machine"
 run "$CTL" devices
 run "$CTL" refresh
 run "$CTL" providers
+run "$CTL" models --policy max_performance
 
 step "An admin installs the shared ONNX Runtime package (apps can load it instead of bundling ORT)"
 run "$CTL" install onnxruntime
 run "$CTL" providers
 
-step "The app: Magika (a trained file-type classifier from PyPI) on five files, --policy max_performance"
+step "The app: Magika from the model catalog on five files, --policy max_performance"
 files=("$ROOT_DIR/README.md" "$ROOT_DIR/daemon/main.cpp" "$ROOT_DIR/scripts/bootstrap.sh"
   "$ROOT_DIR/ep-packages/openvino/ep.json" "$B/daemon/epbrokerd")
+# The app's own pre-processing (it knows its model's input): Magika's config.
 python3 "$ROOT_DIR/scripts/demo/magika_features.py" "$MODEL_DIR/config.min.json" files.npy \
   labels.txt "${files[@]}"
 printf 'inputs (one row each): %s\n' "${files[*]#"$ROOT_DIR"/}" | sed "s|$B/||"
@@ -166,12 +179,12 @@ printf 'inputs (one row each): %s\n' "${files[*]#"$ROOT_DIR"/}" | sed "s|$B/||"
 # on CPUs with native bf16 (AVX512-BF16, AMX; OpenVINO's CPU device documentation):
 # on such a Xeon, scores differed by up to 8e-3 with the same top labels. The demo
 # accepts differences up to 1e-2 in a score.
-run "$RUN" "$MODEL_DIR/model.onnx" --policy max_performance --input bytes=files.npy \
+run "$RUN" --model magika --policy max_performance --input bytes=files.npy \
   --labels labels.txt --top 5 --iterations 200 --check --atol 1e-2
 
 step "Second run: the store is reused, nothing is downloaded"
 start=$(date +%s%N)
-run "$RUN" "$MODEL_DIR/model.onnx" --policy max_performance --input bytes=files.npy \
+run "$RUN" --model magika --policy max_performance --input bytes=files.npy \
   --labels labels.txt --top 1 --iterations 1 >second-run.txt
 end=$(date +%s%N)
 cat second-run.txt

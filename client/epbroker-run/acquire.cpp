@@ -1,88 +1,11 @@
 #include "client/epbroker-run/acquire.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
-#include <iostream>
+
+#include "client/epbroker-run/progress.hpp"
 
 namespace epbroker_run {
-
-namespace {
-
-std::string mib(std::uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
-  return buf;
-}
-
-// Progress on stderr: on a terminal one line rewritten in place, otherwise a line
-// per state change and per 10% of the download.
-class ProgressPrinter {
- public:
-  ProgressPrinter() : tty_(isatty(STDERR_FILENO) == 1) {}
-
-  void operator()(const epbroker::Progress& p) {
-    const int tenth = p.bytes_total > 0 ? static_cast<int>(10 * p.bytes_done / p.bytes_total) : -1;
-    const bool changed = p.target != target_ || p.state != state_;
-    if (!tty_ && !changed && tenth == tenth_) return;
-    target_ = p.target;
-    state_ = p.state;
-    tenth_ = tenth;
-    std::string line = "installing " + p.target + ": " + std::string(epbroker::to_string(p.state));
-    if (p.bytes_total > 0) {
-      line += " " + mib(p.bytes_done) + " / " + mib(p.bytes_total) + " (" +
-              std::to_string(100 * p.bytes_done / p.bytes_total) + "%)";
-    }
-    const bool final = epbroker::is_final(p.state);
-    if (tty_) {
-      std::cerr << "\r\033[K" << line << (final ? "\n" : "") << std::flush;
-    } else {
-      std::cerr << line << "\n";
-    }
-  }
-
- private:
-  bool tty_;
-  std::string target_;
-  epbroker::JobState state_ = epbroker::JobState::unknown;
-  int tenth_ = -1;
-};
-
-// Ctrl-C while installing cancels the install job (the token's cancel() is one
-// atomic store: async-signal-safe).
-epbroker::CancelToken& interrupt_token() {
-  static epbroker::CancelToken token;
-  return token;
-}
-
-extern "C" void on_interrupt(int /*sig*/) { interrupt_token().cancel(); }
-
-// SIGINT/SIGTERM cancel the token while this lives; the previous handlers after.
-class InterruptScope {
- public:
-  InterruptScope() {
-    struct sigaction sa {};
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int_);
-    sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~InterruptScope() {
-    sigaction(SIGINT, &old_int_, nullptr);
-    sigaction(SIGTERM, &old_term_, nullptr);
-  }
-  InterruptScope(const InterruptScope&) = delete;
-  InterruptScope& operator=(const InterruptScope&) = delete;
-
- private:
-  struct sigaction old_int_ {};
-  struct sigaction old_term_ {};
-};
-
-}  // namespace
 
 std::string broker_hint(const epbroker::Error& e) {
   using epbroker::Errc;
@@ -139,8 +62,8 @@ std::expected<Brokered, Failure> acquire(Ort::Env& env, const Options& options) 
       }
     }
     ProgressPrinter printer;
-    eo.cancel = interrupt_token();  // constructed before the handler can use it
     const InterruptScope interrupts;
+    eo.cancel = interrupt_token();
     out.ensured = epbroker::ensure_and_register(
         client, env, [&](const epbroker::Progress& p) { printer(p); }, eo);
     try {

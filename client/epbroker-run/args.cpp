@@ -94,7 +94,18 @@ void declare(CLI::App& app, Options& o, std::string& model, std::vector<std::str
   app.get_formatter()->column_width(22);
   // A repeated option takes its last value (--input and --library keep them all).
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.add_option("MODEL.onnx", model, "the model to run")->type_name("");
+  app.add_option("MODEL.onnx", model, "the model to run (or --model NAME)")->type_name("");
+  app.add_option("--model", o.model_name,
+                 "run model NAME from the broker's model catalog instead of a\n"
+                 "file: the variant planned for this machine (--policy, or the\n"
+                 "--device type), installed when missing, leased while it runs")
+      ->type_name("NAME")
+      ->group(kSelection);
+  app.add_option("--variant", o.variant,
+                 "with --model: this variant instead of the planned one\n"
+                 "(`epbrokerctl models` lists them)")
+      ->type_name("ID")
+      ->group(kSelection);
 
   app.add_option_function<std::string>(
          "--policy", [&o](const std::string& v) { o.policy = epbroker::parse_policy(v); },
@@ -238,7 +249,16 @@ std::expected<Options, std::string> parse_args(int argc, const char* const* argv
   } catch (const CLI::ParseError& e) {
     return std::unexpected(e.what());
   }
-  if (model.empty()) return std::unexpected("no model given (see --help)");
+  if (!o.model_name.empty() && !model.empty()) {
+    return std::unexpected("a model file and --model are exclusive ('" + model + "', --model " +
+                           o.model_name + ")");
+  }
+  if (model.empty() && o.model_name.empty()) {
+    return std::unexpected("no model given: MODEL.onnx or --model NAME (see --help)");
+  }
+  if (!o.variant.empty() && o.model_name.empty()) {
+    return std::unexpected("--variant needs --model");
+  }
   o.model = model;
   for (const std::string& v : inputs) {
     const auto eq = v.find('=');
@@ -253,6 +273,9 @@ std::expected<Options, std::string> parse_args(int argc, const char* const* argv
     const auto eq = v.find('=');
     o.libraries.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     o.no_broker = true;
+  }
+  if (!o.model_name.empty() && o.no_broker) {
+    return std::unexpected("--model needs the broker (not --no-broker or --library)");
   }
   o.batch_set = app.count("--batch") > 0;
   if (o.policy && (!o.ep.empty() || !o.device.empty())) {

@@ -31,7 +31,9 @@ struct InputSpec {
 };
 
 struct Options {
-  std::filesystem::path model;
+  std::filesystem::path model;             // MODEL.onnx; with --model, the leased main file
+  std::string model_name;                  // --model NAME: from the broker's model catalog
+  std::string variant;                     // --variant ID (with --model)
   std::optional<epbroker::Policy> policy;  // --policy (default: "default")
   std::string ep;                          // --ep NAME (EP or package name)
   std::string device;                      // --device cpu|gpu|npu
@@ -61,7 +63,8 @@ struct Options {
 // no model or an unknown option; a bad value is reported instead. Errors: a one-line
 // message (for "epbroker-run: ...") naming the problem: an unknown option, a missing
 // or bad value (numbers are decimal), no model or a second one, an --input name given
-// twice, --policy with --ep/--device.
+// twice, --policy with --ep/--device, MODEL.onnx with --model, --model with
+// --no-broker or --library, --variant without --model.
 std::expected<Options, std::string> parse_args(int argc, const char* const* argv);
 
 // The --help text.

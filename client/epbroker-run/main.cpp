@@ -9,6 +9,7 @@
 
 #include "client/epbroker-run/acquire.hpp"
 #include "client/epbroker-run/args.hpp"
+#include "client/epbroker-run/model_fetch.hpp"
 #include "client/epbroker-run/report.hpp"
 #include "client/epbroker-run/tensors.hpp"
 
@@ -121,7 +122,18 @@ bool model_error(const Ort::Exception& e) {
   return c == ORT_NO_SUCHFILE || c == ORT_INVALID_PROTOBUF || c == ORT_INVALID_GRAPH;
 }
 
-int run(const Options& o) {
+int run(Options o) {
+  // 0. --model: the file comes from the broker's model catalog, leased until exit.
+  std::optional<FetchedModel> fetched;
+  if (!o.model_name.empty()) {
+    auto f = fetch_model(o);
+    if (!f) {
+      std::cerr << "epbroker-run: " << f.error().message << "\n";
+      return f.error().exit;
+    }
+    fetched = std::move(*f);
+    o.model = fetched->lease.main();
+  }
   if (!fs::is_regular_file(o.model)) {
     std::cerr << "epbroker-run: " << o.model.string() << ": no such model file\n";
     return kInput;
@@ -138,6 +150,11 @@ int run(const Options& o) {
   Ort::Env env(ORT_LOGGING_LEVEL_ERROR, "epbroker-run");
   Report report;
   report.model = o.model.string();
+  if (fetched) {
+    const auto& l = fetched->lease;
+    report.catalog_model =
+        CatalogModel{l.name(), l.version(), l.variant(), l.session_path(), fetched->ms};
+  }
   report.ort_version = epbroker::ort_version();
   report.batch = o.batch;
 

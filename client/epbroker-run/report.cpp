@@ -78,6 +78,10 @@ Latency summarize(std::vector<double> samples_ms, double first_ms, std::int64_t 
 
 void print_text(std::ostream& out, const Report& r) {
   out << "model: " << r.model << " (ONNX Runtime " << r.ort_version << ")\n";
+  if (const auto& c = r.catalog_model) {
+    out << "  from the model catalog: " << c->name << " " << c->version << ", variant "
+        << c->variant << ", leased by " << c->session_path << " in " << fixed(c->ms, 1) << " ms\n";
+  }
   for (const auto& t : r.inputs) {
     out << "  input  " << t.name << " " << t.type << shape_text(t.shape) << " <- " << t.source
         << "\n";
@@ -138,6 +142,13 @@ void print_text(std::ostream& out, const Report& r) {
 nlohmann::json to_json(const Report& r) {
   nlohmann::json j;
   j["model"] = r.model;
+  if (const auto& c = r.catalog_model) {
+    j["catalog_model"] = {{"name", c->name},
+                          {"version", c->version},
+                          {"variant", c->variant},
+                          {"session", c->session_path},
+                          {"ms", c->ms}};
+  }
   j["ort_version"] = r.ort_version;
   j["selection"] = r.selection;
   nlohmann::json broker = {{"used", r.broker}};

@@ -57,8 +57,18 @@ struct Check {
   Latency cpu;
 };
 
+// --model: which catalog model, version and variant ran, and its lease.
+struct CatalogModel {
+  std::string name;
+  std::string version;
+  std::string variant;
+  std::string session_path;  // the lease's session
+  double ms = 0;             // connect + install + lease
+};
+
 struct Report {
-  std::string model;
+  std::string model;                          // the file ORT loaded
+  std::optional<CatalogModel> catalog_model;  // --model only
   std::string ort_version;
   std::string selection;  // "policy max_performance", "ep EpbrokerTestEp (cpu)"
   bool broker = false;

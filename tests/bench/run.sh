@@ -14,6 +14,8 @@
 #   6. nothing installed -> first inference vs pip install + Python (the pinned
 #      wheels of requirements-bench-pip.txt, fetched once into the cache), and disk
 #      use of N apps sharing one store vs N virtualenvs
+#   7. a model from the catalog: empty store -> epbroker-run --model magika's first
+#      inference, and the disk two variants sharing their files take
 # Usage: tests/bench/run.sh   (after scripts/bootstrap.sh)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
@@ -58,4 +60,8 @@ if cmake --build $B --target bench_vs_pip >/dev/null 2>&1; then
   DL="${EPBROKER_CACHE:-$HOME/.cache/epbroker}/dl"
   "${EPBROKER_PYTHON:-python3}" tests/bench/pip_side.py fetch --dir "$DL/bench-wheels" --seed "$DL"
   ./$B/tests/bench/bench_vs_pip --wheels "$DL/bench-wheels"
+fi
+if cmake --build $B --target bench_model >/dev/null 2>&1; then
+  echo "== a model from the catalog: empty store -> first inference; disk of shared variants"
+  ./$B/tests/bench/bench_model --repeat 5
 fi

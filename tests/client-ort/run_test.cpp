@@ -162,7 +162,8 @@ TEST(RunCliTest, VersionAndHelpListEveryOption) {
   const auto help = epbroker_run({"-h"});
   EXPECT_EQ(help.exit_code, 0) << describe(help);
   const std::string listed =
-      "MODEL.onnx --policy --ep --device --input NAME=random --batch --iterations --warmup "
+      "MODEL.onnx --model --variant --policy --ep --device --input NAME=random --batch "
+      "--iterations --warmup "
       "--check --atol --rtol --labels --top --bus-address --no-install --no-broker --library "
       "--json --help --version min_overall_power Selection Exit 130";
   std::istringstream words(listed);
@@ -182,6 +183,7 @@ TEST(RunCliTest, EveryUsageErrorExitsTwoWithOneLineNamingIt) {
       {{"m.onnx", "--input", "X=random", "--input", "X=a.npy"}, "given twice"},
       {{"m.onnx", "--json=yes"}, "json"},
       {{"--no-broker"}, "no model"},
+      {{"--variant", "fp32"}, "no model"},
   };
   for (const auto& [args, says] : cases) {
     const auto r = epbroker_run(args);
