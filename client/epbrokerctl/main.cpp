@@ -71,6 +71,8 @@ int main(int argc, char** argv) {
     return kOk;
   }
 
+  // What error messages name: "install", "model remove".
+  const std::string command = inv.action.empty() ? inv.command : inv.command + " " + inv.action;
   g_cancel.emplace();
   install_signal_handlers();
   try {
@@ -83,15 +85,14 @@ int main(int argc, char** argv) {
   } catch (const epbroker::Error& e) {
     if (e.code() == epbroker::Errc::cancelled && g_cancel->cancelled()) {
       print_error(inv.json, "Interrupted", e.bus_name(), "interrupted: " + e.message(), "",
-                  inv.command);
+                  command);
       return kInterrupted;
     }
     print_error(inv.json, epbroker::errc_name(e.code()), e.bus_name(), e.message(),
-                hint_for(e, inv), inv.command);
+                hint_for(e, inv), command);
     return exit_code_for(e);
   } catch (const std::exception& e) {
-    print_error(inv.json, "Internal", "", std::string("internal error: ") + e.what(), "",
-                inv.command);
+    print_error(inv.json, "Internal", "", std::string("internal error: ") + e.what(), "", command);
     return kFailed;
   }
 }
