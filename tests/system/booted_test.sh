@@ -103,6 +103,18 @@ publish pack --dir "$STAGE" --metadata "$SRC/ep-packages/test-ep/ep.json" --outp
 publish pack --dir "$CAT/slow-stage" --metadata "$CAT/slow-ep.json" --output "$CAT/slow-ep.tar.zst"
 publish init --repo "$CAT/test" --keys "$CAT/test-keys"
 publish add --repo "$CAT/test" --keys "$CAT/test-keys" --metadata "$SRC/ep-packages/test-ep/ep.json" "$CAT/test-ep.tar.zst"
+# A model (issue 21): Magika, the demo's model (scripts/demo/fetch-model.sh), with
+# its two variants sharing both files (scripts/demo/magika.model.json).
+MAGIKA="${EPBROKER_CACHE:-$HOME/.cache/epbroker}/models/magika"
+[[ -f $MAGIKA/model.onnx ]] || die "$MAGIKA lacks the demo model (scripts/bootstrap.sh fetches it)"
+for variant in fp32 fp32-cpu; do
+  mkdir -p "$CAT/magika/$variant"
+  cp "$MAGIKA/model.onnx" "$MAGIKA/config.min.json" "$CAT/magika/$variant/"
+done
+publish pack-model --dir "$CAT/magika" --metadata "$SRC/scripts/demo/magika.model.json" \
+  --output "$CAT/magika.model.json"
+publish add-model --repo "$CAT/test" --keys "$CAT/test-keys" --model "$CAT/magika.model.json" \
+  --dir "$CAT/magika"
 publish init --repo "$CAT/slow" --keys "$CAT/slow-keys"
 publish add --repo "$CAT/slow" --keys "$CAT/slow-keys" --metadata "$CAT/slow-ep.json" "$CAT/slow-ep.tar.zst"
 python3 "$SRC/tests/support/http_server.py" --root "$CAT" --port-file "$CAT/port" >/dev/null 2>"$CAT/server.log" &

@@ -143,6 +143,54 @@ with epbroker.Client().request_session(providers=["test-ep"]) as s:
     assert len(paths) == 1 and paths[0].startswith("/var/lib/epbroker/store/"), paths
     assert os.path.isfile(paths[0]), paths'
 
+# ---- (m) models (issue 21): listed by anyone, installed with polkit's grant, stored once ------------
+# Through the real commit helper (socket-activated, sandboxed) into /var/lib/epbroker/store.
+MODELS=/var/lib/epbroker/store/_models/magika/1.0.3
+planned_of() { epbrokerctl --json models | jq -r --arg n "$1" '.models[] | select(.name == $n) | .planned'; }
+export -f planned_of
+check "(m) bob lists magika and the variant this machine gets (fp32-cpu, for the CPU)" \
+  runuser -u bob -- bash -c '[[ $(planned_of magika) == fp32-cpu ]]'
+runuser -u bob -- epbrokerctl --no-ask-password model install magika >/tmp/bob.out 2>&1
+bob_rc=$?
+cp /tmp/bob.out /tmp/out
+check "(m) bob's model install is refused with exit 3 (it was $bob_rc)" test "$bob_rc" -eq 3
+check "(m) bob's refusal changed nothing: no model in the store" test ! -e "$MODELS"
+check "(m) alice installs magika's planned variant (granted by the rule)" \
+  runuser -u alice -- epbrokerctl --no-ask-password model install magika
+check "(m) alice installs its other variant too" \
+  runuser -u alice -- epbrokerctl --no-ask-password model install magika --variant fp32
+check "(m) the variants' shared files are one inode each, root's, read-only, readable by all" \
+  bash -c "for f in model.onnx config.min.json; do
+    [[ \$(stat -c %i $MODELS/fp32/\$f) == \$(stat -c %i $MODELS/fp32-cpu/\$f) ]] || exit 1
+    [[ \$(stat -c '%U %a' $MODELS/fp32/\$f) == 'root 444' ]] || exit 1
+  done"
+check "(m) verify: the models match their signed cards" ctl verify
+# alice's app leases fp32 from python3 and holds it until its stdin closes.
+coproc LEASE {
+  runuser -u alice -- python3 -c '
+import sys, epbroker
+with epbroker.Client().ensure_model("magika", variant="fp32", download=False) as lease:
+    print(lease.main, flush=True)
+    sys.stdin.read()
+'
+}
+leased_main=
+read -r -t 60 leased_main <&"${LEASE[0]}"
+check "(m) alice's lease (python3-epbroker) names fp32's model.onnx in the store ($leased_main)" \
+  test "$leased_main" = "$MODELS/fp32/model.onnx"
+ctl model remove magika --variant fp32 >/tmp/remove.out 2>&1
+remove_rc=$?
+cp /tmp/remove.out /tmp/out
+check "(m) root's remove of the leased variant is refused as busy (exit $remove_rc); the files stay" \
+  bash -c "[[ $remove_rc -ne 0 ]] && grep -q model /tmp/remove.out && [[ -f $MODELS/fp32/model.onnx ]]"
+eval "exec ${LEASE[1]}>&-"
+wait "$LEASE_PID"
+lease_rc=$?
+check "(m) alice's app ended cleanly (exit $lease_rc), releasing its lease" test "$lease_rc" -eq 0
+check "(m) released, root removes fp32; fp32-cpu keeps the shared files" \
+  bash -c "ctl model remove magika --variant fp32 && [[ ! -e $MODELS/fp32 && -f $MODELS/fp32-cpu/model.onnx ]]"
+# fp32-cpu stays installed: the upgrade (g) must keep it.
+
 # ---- (d) idle exit, and activation again ------------------------------------------------------------
 first_pid=$(main_pid)
 check "(d) the daemon exits when idle (idle_timeout_sec = 4)" poll 60 daemon_inactive
@@ -201,6 +249,11 @@ check "(g) the store is as before" test "$(tree_sum /var/lib/epbroker/store)" = 
 check "(g) the trusted metadata is as before" test "$(tree_sum /var/lib/epbroker/trust)" = "$trust_before"
 check "(g) test-ep is still ready, and verifies" \
   bash -c "[[ \$(state_of test-ep) == ready ]] && epbrokerctl verify"
+check "(g) magika's fp32-cpu is still installed, and a session of the new daemon leases it" \
+  runuser -u bob -- python3 -c '
+import epbroker
+with epbroker.Client().ensure_model("magika", download=False) as lease:
+    assert lease.variant == "fp32-cpu" and lease.main.startswith("/var/lib/epbroker/store/"), lease.main'
 
 # ---- figures -------------------------------------------------------------------------------------------
 echo "# exposure: epbrokerd.service $EXPOSURE_DAEMON, epbroker-commit@.service $EXPOSURE_COMMIT, epbroker-refresh.service $EXPOSURE_REFRESH"
