@@ -366,6 +366,8 @@ class Broker {
   // providers); done at once when that variant is installed. The job asks the
   // committer which blobs the store lacks, downloads each signed target
   // NAME/blobs/<sha256> (BytesTotal: their sizes) and commits (broker_install.cpp).
+  // How the job ended goes into the history before it is done or failed (action
+  // install, name NAME, to "VERSION/VARIANT").
   // A model job already running for that target is returned. Errors:
   // InvalidArgument (name, ort_version), NotFound (no such model, version or
   // variant), VerificationFailed (the version is refused: ModelEntry::refused),

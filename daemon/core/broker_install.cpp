@@ -17,12 +17,14 @@
 #include "catalog/unique_fd.hpp"
 
 #include "daemon/core/broker_internal.hpp"
+#include "daemon/core/public_error.hpp"
 #include "daemon/log/log.hpp"
 #include "daemon/store/model_store.hpp"
 
 namespace epbrokerd::core {
 
 using namespace detail;
+using common::HistoryAction;
 using common::ProviderState;
 namespace fs = std::filesystem;
 
@@ -288,13 +290,24 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry, InstallIn
 }
 
 void Broker::run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::string variant) {
+  // Every way out goes into the history (action install, to "VERSION/VARIANT",
+  // as RemoveModel's and gc's entries name a variant) before the job's final
+  // state is visible: whoever sees it done can read how it ended.
+  const std::string to = entry.version() + "/" + variant;
   auto end = [&](const catalog::Result<void>& done) {
+    const auto snap = job->snapshot();
+    const auto fields = job_log_fields(snap);
     if (done) {
+      record(snap.starter, HistoryAction::install, entry.name(), "", to, "ok",
+             "model variant installed from remote " + entry.remote, fields);
       job->succeed();
       if (listener_) listener_->providers_changed();  // what is installed changed
     } else {
       log::warn("model {} {} ({}): {}", entry.name(), entry.version(), variant,
                 done.error().message);
+      const Error err(done.error());
+      record(snap.starter, HistoryAction::install, entry.name(), "", to, result_name(err),
+             public_message(err), fields);
       job->fail(done.error());
     }
   };

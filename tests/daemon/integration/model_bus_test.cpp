@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,46 @@ TEST_F(ModelBusTest, EnsureModelInstallsTheVariantAsAJob) {
   const std::string again =
       broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(std::string("fp32"))}});
   EXPECT_EQ(wait_job(*conn_, again), "done");
+}
+
+// The history entry of a model install (action install, to "VERSION/VARIANT"), or
+// "" when there is none.
+std::string install_entry(BrokerProxy& broker, const std::string& to) {
+  for (const auto& e : broker.History(kModel)) {
+    if (str(e, key::action) == "install" && str(e, key::to) == to) {
+      return str(e, key::from) + "|" + str(e, key::result) + "|" + str(e, key::reason);
+    }
+  }
+  return "";
+}
+
+TEST_F(ModelBusTest, ModelInstallsAreInTheHistory) {
+  // An install: from "" to "1.0/fp32", ok.
+  const std::string job =
+      broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(std::string("fp32"))}});
+  ASSERT_EQ(wait_job(*conn_, job), "done")
+      << job_property(*conn_, job, "ErrorMessage").get<std::string>();
+  EXPECT_EQ(install_entry(*broker_, "1.0/fp32"), "|ok|model variant installed from remote test");
+  // An install that fails (the server sends other bytes for the int8 weights):
+  // recorded with the error's name.
+  std::size_t served = 0;
+  for (const auto& e : fs::recursive_directory_iterator(catalog_->repo_dir() / "targets")) {
+    if (e.is_regular_file() && e.path().filename().string().find(
+                                   catalog::crypto::sha256_hex(kInt8)) != std::string::npos) {
+      std::string evil = kInt8;
+      evil[0] ^= 1;
+      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+      std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << evil;
+      ++served;
+    }
+  }
+  ASSERT_GT(served, 0U);
+  const std::string failing =
+      broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(std::string("int8"))}});
+  ASSERT_EQ(wait_job(*conn_, failing), "failed");
+  const std::string entry = install_entry(*broker_, "1.0/int8");
+  EXPECT_TRUE(entry.starts_with("|VerificationFailed|")) << entry;
+  EXPECT_FALSE(fs::exists(bus_->store_dir() / "_models" / kModel / "1.0" / "int8"));
 }
 
 TEST_F(ModelBusTest, EnsureModelErrors) {
