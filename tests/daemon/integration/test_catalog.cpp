@@ -154,6 +154,18 @@ void TestCatalog::publish_model(const catalog::ModelMetadata& meta,
   publish();
 }
 
+void TestCatalog::publish_package(const catalog::EpMetadata& meta) {
+  const fs::path dir = tmp_ / "work" / (meta.name + "-" + meta.version.text);
+  fs::create_directories((dir / meta.library).parent_path());
+  ok_or_throw(catalog::atomic_write_file(dir / meta.library, noise(16 * 1024, meta.name.size())),
+              "stand-in library");
+  const fs::path package = tmp_ / "work" / (meta.name + "-" + meta.version.text + ".tar.zst");
+  ok_or_throw(catalog::package::pack_directory(dir, meta, package), "pack " + meta.name);
+  add_target(meta, package);
+  targets_.try_emplace(meta.name, versions_.at({meta.name, meta.version.text}));
+  publish();
+}
+
 void TestCatalog::publish_version(const std::string& name, const std::string& version,
                                   const std::string& ort_min) {
   const auto it = sources_.find(name);

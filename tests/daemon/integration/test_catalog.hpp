@@ -14,8 +14,9 @@
 //   foreign-ep  1.0.0  built for the other architecture: listed "incompatible"
 //
 // publish_version() adds further versions of these (the same files, other EP
-// metadata) and withdraw() removes one; each publishes a new repository state,
-// which a refresh then sees.
+// metadata), publish_package() other packages (any EP metadata, a stand-in
+// library), publish_model() models, and withdraw() removes one; each publishes a
+// new repository state, which a refresh then sees.
 #pragma once
 
 #include <cstdint>
@@ -88,6 +89,12 @@ class TestCatalog {
   // new signed repository state, served at once. Throws std::runtime_error.
   void publish_version(const std::string& name, const std::string& version,
                        const std::string& ort_min = "");
+  // Packs package `meta` (any EP metadata: its name, EP names, vendor,
+  // supports; arch and ort_min as given) from a small stand-in library of noise
+  // at meta.library: listed and matched like any package, but not a loadable EP.
+  // Adds it as target "NAME/NAME-VERSION.tar.zst" (replacing one of that
+  // version) and publishes a new state. Throws std::runtime_error.
+  void publish_package(const catalog::EpMetadata& meta);
   // Adds model `meta` (catalog/model_metadata.hpp): each of `files` (the bytes
   // of the variants' files) as target NAME/blobs/<sha256>, the card as target
   // "NAME/NAME-VERSION.model.json", and publishes a new state. Throws
