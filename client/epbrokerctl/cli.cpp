@@ -315,12 +315,14 @@ const std::vector<CommandInfo>& commands() {
        "delete every version now, even while sessions lease it"},
       {"refresh", "", "Refresh every trusted catalog (the TUF update workflow) and wait for it.",
        "Prints the catalog revision and expiry afterwards. Needs org.epbroker.manage.\n"},
-      {"verify", "", "Re-hash every installed package against its signed manifest.",
+      {"verify", "", "Re-hash every installed package and model variant against what was signed.",
        "Shows the progress on stderr (the daemon hashes as a job; one at a time, and a\n"
        "call joins a running one). Without root or org.epbroker.manage a new\n"
        "verification starts at most every 10 minutes; in between, the latest result is\n"
-       "shown (stderr says when it was found). Exits 1 if any package is damaged;\n"
-       "`epbrokerctl install NAME` repairs one.\n"},
+       "shown (stderr says when it was found). A model variant's row has VERSION\n"
+       "\"VERSION/VARIANT\"; a file variants share is one copy, so a damaged one shows in\n"
+       "every variant listing it. Exits 1 if anything is damaged; `epbrokerctl install\n"
+       "NAME` repairs a package.\n"},
       {"status", "", "Show the daemon's version and state, catalog, store size, sessions and jobs.",
        "Asking starts epbrokerd if it is not running (D-Bus activation).\n"},
       {.name = "remote",

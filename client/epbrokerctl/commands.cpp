@@ -106,7 +106,11 @@ int verify(Context& ctx) {
     Table t({"NAME", "VERSION", "RESULT"});
     for (const auto& r : results) t.add({r.name, r.version, r.ok ? "ok" : "DAMAGED: " + r.problem});
     t.print(ctx.out);
-    if (!ok) ctx.out << "\nRepair a damaged package with `epbrokerctl install NAME`.\n";
+    // A model variant's row has version "VERSION/VARIANT" (a package version has no '/').
+    const bool damaged_package = std::any_of(results.begin(), results.end(), [](const auto& r) {
+      return !r.ok && r.version.find('/') == std::string::npos;
+    });
+    if (damaged_package) ctx.out << "\nRepair a damaged package with `epbrokerctl install NAME`.\n";
     // The daemon answered with an earlier verification's result (a new one starts
     // at most every 10 minutes without org.epbroker.manage): said on stderr.
     if (report.finished != 0 && report.finished < asked_at - 1) {

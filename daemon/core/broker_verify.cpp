@@ -138,15 +138,21 @@ void Broker::run_verify(std::shared_ptr<Job> job) {
   for (const auto& r : run->results) {
     if (r.ok) continue;
     ++damaged;
-    const auto fields = log::with(job_log_fields(job->snapshot()),
-                                  {{log::kMessageId, std::string(log::kMessageVerificationFailed)},
-                                   {log::kPackage, r.name},
-                                   {log::kVersion, r.version}});
-    log::event(log::Level::warn, fields, "verify: {} {} is damaged: {}", r.name, r.version,
-               r.problem);
+    // A model variant: its own MESSAGE_ID (the package one's explanation is about
+    // execution providers); EPBROKER_PACKAGE names the model and EPBROKER_VERSION
+    // is "VERSION/VARIANT", as in the model's history entries.
+    const bool model = r.kind == common::kModelKind;
+    const auto fields = log::with(
+        job_log_fields(job->snapshot()),
+        {{log::kMessageId,
+          std::string(model ? log::kMessageModelDamaged : log::kMessageVerificationFailed)},
+         {log::kPackage, r.name},
+         {log::kVersion, r.version}});
+    log::event(log::Level::warn, fields, "verify: {}{} {} is damaged: {}", model ? "model " : "",
+               r.name, r.version, r.problem);
   }
-  log::info("verify: {} version(s) checked, {} bytes hashed, {} damaged", report->packages_checked,
-            report->bytes_hashed, damaged);
+  log::info("verify: {} version(s) and {} model variant(s) checked, {} bytes hashed, {} damaged",
+            report->packages_checked, report->models_checked, report->bytes_hashed, damaged);
   verify_runs_.finished(job->id(), run);
   job->set_progress(run->bytes, run->bytes);
   job->succeed();
@@ -155,9 +161,22 @@ void Broker::run_verify(std::shared_ptr<Job> job) {
 std::vector<VerifyResult> Broker::results_of(const store::VerifyReport& report) const {
   std::vector<VerifyResult> out;
   for (const auto& p : store_.list()) {
-    VerifyResult r{p.name(), p.version(), true, ""};
+    VerifyResult r{p.name(), p.version(), true, "", "", ""};
     for (const auto& d : report.damaged) {
       if (d.package.name() == p.name() && d.package.version() == p.version()) {
+        r.ok = false;
+        for (const auto& problem : d.problems)
+          r.problem += (r.problem.empty() ? "" : "; ") + problem;
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  // Then each installed model variant (a damaged shared blob: every variant listing it).
+  for (const auto& m : store_.models()) {
+    VerifyResult r{m.name, m.version + "/" + m.variant,     true,
+                   "",     std::string(common::kModelKind), m.variant};
+    for (const auto& d : report.damaged_models) {
+      if (d.model.name == m.name && d.model.version == m.version && d.model.variant == m.variant) {
         r.ok = false;
         for (const auto& problem : d.problems)
           r.problem += (r.problem.empty() ? "" : "; ") + problem;

@@ -16,12 +16,16 @@
 
 namespace epbrokerd::core {
 
-// One installed version as a verification found it.
+// One installed version as a verification found it: a package version, or an
+// installed model variant (kind "model": version "VERSION/VARIANT", variant its
+// id; the bus adds keys kind and variant for those).
 struct VerifyResult {
   std::string name;
   std::string version;
   bool ok = true;
   std::string problem;
+  std::string kind;     // "" for a package, "model" (common::kModelKind) for a model variant
+  std::string variant;  // a model variant's id; "" for a package
 };
 
 // What one verification of the store found.

@@ -217,10 +217,15 @@ const Dict& to_dict_cached(const core::ProviderView& p) {
 
 Dict to_dict(const core::VerifyResult& r) {
   namespace key = common::key;
-  return {{key::name, sdbus::Variant(r.name)},
-          {key::version, sdbus::Variant(r.version)},
-          {key::ok, sdbus::Variant(r.ok)},
-          {key::problem, sdbus::Variant(r.problem)}};
+  Dict out{{key::name, sdbus::Variant(r.name)},
+           {key::version, sdbus::Variant(r.version)},
+           {key::ok, sdbus::Variant(r.ok)},
+           {key::problem, sdbus::Variant(r.problem)}};
+  if (!r.kind.empty()) {  // a model variant
+    out.emplace(key::kind, sdbus::Variant(r.kind));
+    out.emplace(key::variant, sdbus::Variant(r.variant));
+  }
+  return out;
 }
 
 Dict to_dict(const core::HistoryEntry& e) {

@@ -109,7 +109,9 @@ inline constexpr std::string_view kMessageId = "MESSAGE_ID";
 inline constexpr std::string_view kJob = "EPBROKER_JOB";
 inline constexpr std::string_view kJobKind = "EPBROKER_JOB_KIND";
 // The package, its version (the one installed, updated to, removed or damaged),
-// the version before an update, and the remote it comes from.
+// the version before an update, and the remote it comes from. A model's history
+// and verification records name the model in EPBROKER_PACKAGE and its variant
+// as "VERSION/VARIANT" in EPBROKER_VERSION.
 inline constexpr std::string_view kPackage = "EPBROKER_PACKAGE";
 inline constexpr std::string_view kVersion = "EPBROKER_VERSION";
 inline constexpr std::string_view kFromVersion = "EPBROKER_FROM_VERSION";

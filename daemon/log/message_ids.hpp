@@ -27,5 +27,10 @@ inline constexpr std::string_view kMessageRefreshFailed = "7b3bcb9458ad43fcbdc2e
 // match their manifest (a verify job; EPBROKER_JOB_KIND=verify): EPBROKER_PACKAGE,
 // EPBROKER_VERSION, EPBROKER_JOB, and for installs EPBROKER_REMOTE and EPBROKER_ERROR.
 inline constexpr std::string_view kMessageVerificationFailed = "2f759f10719542b8a5ac394c2171aadc";
+// An installed ML model variant failed verification (a verify job): its files no
+// longer match the signed card. EPBROKER_PACKAGE (the model's name), EPBROKER_VERSION
+// ("VERSION/VARIANT", as the model's history entries write it), EPBROKER_JOB,
+// EPBROKER_JOB_KIND=verify.
+inline constexpr std::string_view kMessageModelDamaged = "4bbcaac4adab48c59230a67a2c51bb76";
 
 }  // namespace epbrokerd::log

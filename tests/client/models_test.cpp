@@ -330,6 +330,73 @@ TEST_F(ModelClientTest, CtlModelInstallAndRemove) {
   EXPECT_TRUE(doc(r)["error"]["hint"].is_string());
 }
 
+TEST_F(ModelClientTest, VerifyShowsModelVariants) {
+  ASSERT_EQ(cmd({"model", "install", kModel, "--variant", "fp32"}).exit_code, 0);
+  ASSERT_EQ(cmd({"model", "install", kModel, "--variant", "int8"}).exit_code, 0);
+  // libepbroker: a model variant's row in the existing VerifyResult, version
+  // "VERSION/VARIANT".
+  auto c = client();
+  auto results = c.verify();
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_EQ(results[0].name, kModel);
+  EXPECT_EQ(results[0].version, "1.0/fp32");
+  EXPECT_TRUE(results[0].ok);
+  EXPECT_EQ(results[1].version, "1.0/int8");
+  // epbrokerctl: the table, and --json.
+  auto r = cmd({"verify"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_TRUE(r.out.starts_with("NAME")) << r.out;
+  for (const char* s : {"tiny-net  1.0/fp32  ok", "tiny-net  1.0/int8  ok"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from\n" << r.out;
+  }
+  r = cmd({"--json", "verify"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(doc(r), json({{"ok", true},
+                          {"results", json::array({json({{"name", kModel},
+                                                         {"version", "1.0/fp32"},
+                                                         {"ok", true},
+                                                         {"problem", nullptr}}),
+                                                   json({{"name", kModel},
+                                                         {"version", "1.0/int8"},
+                                                         {"ok", true},
+                                                         {"problem", nullptr}})})}}));
+
+  // The file both variants share, damaged in place (root: write permission
+  // added, one byte changed, taken away again): both rows are damaged, exit 1.
+  const fs::path blob = bus_->store_dir() / "_blobs/sha256" / sha(kLabels);
+  fs::permissions(blob, fs::perms::owner_write, fs::perm_options::add);
+  {
+    std::fstream f(blob, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0);
+    f.write("C", 1);  // "cat" -> "Cat"
+  }
+  fs::permissions(blob, fs::perms::owner_write, fs::perm_options::remove);
+  const std::string bad = "labels.txt: blob " + sha(kLabels) + ": sha256 ";
+  results = c.verify();
+  ASSERT_EQ(results.size(), 2U);
+  for (const auto& v : results) {
+    EXPECT_FALSE(v.ok) << v.version;
+    EXPECT_TRUE(v.problem.starts_with(bad)) << v.problem;
+  }
+  r = cmd({"verify"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  for (const std::string& s :
+       {"tiny-net  1.0/fp32  DAMAGED: " + bad, "tiny-net  1.0/int8  DAMAGED: " + bad}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from\n" << r.out;
+  }
+  EXPECT_EQ(r.out.find("Repair a damaged package"), std::string::npos) << r.out;
+  r = cmd({"--json", "verify"});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  const json j = doc(r);
+  EXPECT_EQ(j["ok"], false);
+  ASSERT_EQ(j["results"].size(), 2U) << j;
+  for (const auto& row : j["results"]) {
+    EXPECT_EQ(row["name"], kModel);
+    EXPECT_EQ(row["ok"], false);
+    EXPECT_TRUE(row["problem"].get<std::string>().starts_with(bad)) << row;
+  }
+}
+
 TEST_F(ModelClientTest, CtlModelErrorsAndTheirExitCodes) {
   // A model the catalog lacks, and a variant it lacks: NotFound, exit 4.
   auto r = cmd({"--json", "model", "install", "no-such-model"});

@@ -213,7 +213,11 @@ struct RollbackResult {
   std::string to;    // the previously current version, current again now
 };
 
-// One entry of Broker1.Verify (one installed version).
+// One entry of Broker1.Verify: one installed package version, or (after the
+// packages) one installed model variant: then `name` is the model's and
+// `version` is "VERSION/VARIANT" (a package version never holds a '/'). A file
+// several variants share is one copy on disk, so a damaged one makes every
+// variant listing it not ok.
 struct VerifyResult {
   std::string name;
   std::string version;
@@ -447,14 +451,15 @@ class EPBROKER_API Client {
   void reset_remote(const std::string& remote);
 
   // Verifies the store: re-hashes every installed version against its saved
-  // manifest, as a daemon job (Broker1.StartVerify, then VerifyResults),
-  // reporting its progress as ensure_ready() does (kind "verify", state
-  // "verifying", bytes over the installed payload). The daemon runs one at a
-  // time, and a call joins a running one. Without root or polkit's
-  // org.epbroker.manage a new one starts at most every 10 minutes; in between the
-  // latest result is returned (VerifyReport::finished says when it was found), or
-  // Errc::busy when there is none. `cancel` stops the wait, and the verification
-  // when this client started it. A damaged version is repaired by install().
+  // manifest, and every installed model variant against its card (VerifyResult),
+  // as a daemon job (Broker1.StartVerify, then VerifyResults), reporting its
+  // progress as ensure_ready() does (kind "verify", state "verifying", bytes over
+  // the installed payload). The daemon runs one at a time, and a call joins a
+  // running one. Without root or polkit's org.epbroker.manage a new one starts at
+  // most every 10 minutes; in between the latest result is returned
+  // (VerifyReport::finished says when it was found), or Errc::busy when there is
+  // none. `cancel` stops the wait, and the verification when this client started
+  // it. A damaged version is repaired by install().
   VerifyReport verify(const ProgressCallback& on_progress,
                       const CancelToken& cancel = CancelToken());
   // The same without progress: the results.

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "catalog/crypto/hash.hpp"
 #include "catalog/model_metadata.hpp"
 #include "common/wire.hpp"
+#include "daemon/log/message_ids.hpp"
 #include "tests/daemon/integration/fixture.hpp"
 
 namespace tests::daemon {
@@ -68,6 +70,21 @@ Dicts variants_of(const Dict& row) {
   return it->second.get<Dicts>();
 }
 
+// Changes the first byte of `file` in place (as root: write permission added,
+// then taken away again), as damage on disk would: the same inode, other bytes.
+void flip_first_byte(const fs::path& file) {
+  fs::permissions(file, fs::perms::owner_write, fs::perm_options::add);
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    char c = 0;
+    f.read(&c, 1);
+    c = static_cast<char>(c ^ 1);
+    f.seekp(0);
+    f.write(&c, 1);
+  }
+  fs::permissions(file, fs::perms::owner_write, fs::perm_options::remove);
+}
+
 class ModelBusTest : public CatalogTest {
  protected:
   void SetUp() override {
@@ -77,6 +94,31 @@ class ModelBusTest : public CatalogTest {
     catalog_->publish_model(model_meta(), {kFp32, kInt8, kLabels});
     start();
     refresh();
+  }
+
+  // EnsureModel of variant `variant`, waited for; its final state.
+  std::string ensure(const std::string& variant) {
+    const std::string job = broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(variant)}});
+    const std::string state = wait_job(*conn_, job);
+    EXPECT_EQ(state, "done") << job_property(*conn_, job, "ErrorMessage").get<std::string>();
+    return state;
+  }
+
+  fs::path blob(const std::string& bytes) const {
+    return bus_->store_dir() / "_blobs" / "sha256" / catalog::crypto::sha256_hex(bytes);
+  }
+  fs::path variant_dir(const std::string& variant) const {
+    return bus_->store_dir() / "_models" / kModel / "1.0" / variant;
+  }
+
+  // The lines of the daemon's log holding `what`.
+  std::vector<std::string> log_lines(const std::string& what) const {
+    std::vector<std::string> out;
+    std::istringstream in(bus_->log());
+    for (std::string line; std::getline(in, line);) {
+      if (line.find(what) != std::string::npos) out.push_back(line);
+    }
+    return out;
   }
 };
 
@@ -192,6 +234,44 @@ TEST_F(ModelBusTest, ModelInstallsAreInTheHistory) {
   const std::string entry = install_entry(*broker_, "1.0/int8");
   EXPECT_TRUE(entry.starts_with("|VerificationFailed|")) << entry;
   EXPECT_FALSE(fs::exists(bus_->store_dir() / "_models" / kModel / "1.0" / "int8"));
+}
+
+TEST_F(ModelBusTest, VerifyCoversModelVariants) {
+  ASSERT_EQ(ensure("fp32"), "done");
+  ASSERT_EQ(ensure("int8"), "done");
+  Dicts found = broker_->Verify();
+  ASSERT_EQ(found.size(), 2U);  // no package installed: the two variants
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::string variant = i == 0 ? "fp32" : "int8";
+    EXPECT_EQ(str(found[i], key::name), kModel);
+    EXPECT_EQ(str(found[i], key::version), "1.0/" + variant);
+    EXPECT_EQ(str(found[i], key::kind), "model");
+    EXPECT_EQ(str(found[i], key::variant), variant);
+    EXPECT_TRUE(found[i].at(key::ok).get<bool>());
+    EXPECT_EQ(str(found[i], key::problem), "");
+  }
+  EXPECT_TRUE(log_lines("is damaged").empty());
+
+  // The file both variants share, damaged in place: both are damaged, and
+  // each says so in the journal with the model MESSAGE_ID.
+  flip_first_byte(blob(kLabels));
+  found = broker_->Verify();
+  ASSERT_EQ(found.size(), 2U);
+  const std::string bad = "labels.txt: blob " + catalog::crypto::sha256_hex(kLabels) + ": sha256 ";
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::string variant = i == 0 ? "fp32" : "int8";
+    EXPECT_FALSE(found[i].at(key::ok).get<bool>()) << variant;
+    EXPECT_TRUE(str(found[i], key::problem).starts_with(bad)) << str(found[i], key::problem);
+    const auto lines = log_lines("verify: model tiny-net 1.0/" + variant + " is damaged: " + bad);
+    ASSERT_EQ(lines.size(), 1U) << bus_->log();
+    for (const std::string& field :
+         {"MESSAGE_ID=" + std::string(epbrokerd::log::kMessageModelDamaged),
+          std::string("EPBROKER_PACKAGE=tiny-net"), "EPBROKER_VERSION=1.0/" + variant,
+          std::string("EPBROKER_JOB_KIND=verify")}) {
+      EXPECT_NE((lines[0] + " ").find(" " + field + " "), std::string::npos)
+          << field << " missing in: " << lines[0];
+    }
+  }
 }
 
 TEST_F(ModelBusTest, EnsureModelErrors) {
