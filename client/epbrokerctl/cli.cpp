@@ -238,9 +238,12 @@ const std::vector<CommandInfo>& commands() {
              .details =
                  "Installs the variant `epbrokerctl models` plans for this machine (under\n"
                  "--policy), or --variant, of the newest version the catalogs offer, or\n"
-                 "--version, and shows the download's progress as `install` does. Nothing is\n"
-                 "downloaded when that variant is installed. Ctrl-C cancels the job and exits\n"
-                 "130. Needs polkit's org.epbroker.install.\n",
+                 "--version, and shows the download's progress as `install` does. When that\n"
+                 "variant is installed, its files are checked (hashed, as `verify` does):\n"
+                 "nothing is downloaded when they are intact, and a damaged variant is\n"
+                 "repaired (its damaged files downloaded again and replaced, in every variant\n"
+                 "sharing them). Ctrl-C cancels the job and exits 130. Needs polkit's\n"
+                 "org.epbroker.install.\n",
              .arg_help = "the model's name",
              .options = {{"--variant", "VARIANT",
                           "this variant (see `models`), whatever this\n"
@@ -322,7 +325,8 @@ const std::vector<CommandInfo>& commands() {
        "shown (stderr says when it was found). A model variant's row has VERSION\n"
        "\"VERSION/VARIANT\"; a file variants share is one copy, so a damaged one shows in\n"
        "every variant listing it. Exits 1 if anything is damaged; `epbrokerctl install\n"
-       "NAME` repairs a package.\n"},
+       "NAME` repairs a package, `epbrokerctl model install NAME --version VERSION\n"
+       "--variant VARIANT` a model variant (for every variant sharing its files).\n"},
       {"status", "", "Show the daemon's version and state, catalog, store size, sessions and jobs.",
        "Asking starts epbrokerd if it is not running (D-Bus activation).\n"},
       {.name = "remote",

@@ -110,7 +110,15 @@ int verify(Context& ctx) {
     const bool damaged_package = std::any_of(results.begin(), results.end(), [](const auto& r) {
       return !r.ok && r.version.find('/') == std::string::npos;
     });
+    const bool damaged_model = std::any_of(results.begin(), results.end(), [](const auto& r) {
+      return !r.ok && r.version.find('/') != std::string::npos;
+    });
     if (damaged_package) ctx.out << "\nRepair a damaged package with `epbrokerctl install NAME`.\n";
+    if (damaged_model) {
+      ctx.out << (damaged_package ? "" : "\n")
+              << "Repair a damaged model variant with `epbrokerctl model install NAME --version "
+                 "VERSION --variant VARIANT`.\n";
+    }
     // The daemon answered with an earlier verification's result (a new one starts
     // at most every 10 minutes without org.epbroker.manage): said on stderr.
     if (report.finished != 0 && report.finished < asked_at - 1) {

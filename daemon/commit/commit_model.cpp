@@ -143,16 +143,15 @@ Result<store::InstalledModel> commit_install_model(const CommitEnv& env,
   //    makes the commit busy, and the daemon asks again).
   const fs::path blobs_dir = env.store_root / "store" / std::string(store::kBlobsDirName) /
                              std::string(store::kBlobHashDirName);
+  //    In a repair each stored one is hashed, and one whose bytes are not its
+  //    name's is needed too: the store replaces it (step 5).
   std::vector<std::string> need;
   for (const auto& [sha, target] : blob_targets) {
     struct stat st {};
     const fs::path blob = blobs_dir / sha;
     if (::lstat(blob.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
-        static_cast<std::uint64_t>(st.st_size) == target.length) {
-      if (request.repair && hash_stored(blob) != sha) {
-        return fail(Errc::unsupported, "stored blob " + sha + " of model " + meta.name +
-                                           " is damaged; repairing blobs is not supported yet");
-      }
+        static_cast<std::uint64_t>(st.st_size) == target.length &&
+        (!request.repair || hash_stored(blob) == sha)) {
       continue;
     }
     need.push_back(sha);  // sorted: blob_targets is
@@ -187,9 +186,15 @@ Result<store::InstalledModel> commit_install_model(const CommitEnv& env,
     given.emplace(sha, it->second.fd.get());
   }
 
-  // 5. The store, and the install from our copies.
+  // 5. The store; the copies of contents installed markers list (damaged or
+  //    missing blobs) replace them everywhere, never written into; then the
+  //    install from our copies (which rebuilds the variant's tree if it is
+  //    still damaged, or returns it intact).
   auto s = detail::open_store(env);
   if (!s) return std::unexpected(s.error());
+  if (auto replaced = s->replace_model_blobs(given); !replaced) {
+    return std::unexpected(replaced.error());
+  }
   const store::SignedModel model{meta, variant.id, request.remote, card.path};
   auto installed = s->install_model(model, given, progress, stop);
   if (!installed && installed.error().code == Errc::not_found) {

@@ -49,17 +49,22 @@ bool is_vanished_blob(const catalog::Error& e);
 //      (check_name_binding()), check_model_targets() over every variant against
 //      the signed targets, the variant (it must be listed);
 //   3. the variant's contents store/_blobs lacks (a regular file of the listed
-//      size counts as present; with `repair` each present one is re-hashed);
+//      size counts as present; with `repair` each present one is re-hashed,
+//      and one whose SHA-256 is not its name is needed too: damaged);
 //      `feed.need()` of those;
 //   4. each blob received: one asked for and not yet received, copied into an
 //      O_TMPFILE of ours with copy_verified() against NAME/blobs/<sha256>;
 //   5. at commit, every needed blob received; the store opened (its lock
-//      waited for); Store::install_model() with the copies.
+//      waited for); Store::replace_model_blobs() with the copies (each
+//      content an installed marker lists, i.e. a damaged or missing blob, is
+//      linked over every variant's path of it and then over the blob: the old
+//      inode is never written); Store::install_model() with the copies (the
+//      variant's tree rebuilt if it is still damaged).
 // Errors: not_found (remote, card target, variant), the TUF codes, what
 // parse_model_metadata(), check_name_binding() and check_model_targets() say,
 // invalid_argument (a blob not asked for or sent twice, a commit before every
-// needed blob), hash_mismatch / length_mismatch (a blob's bytes), unsupported
-// (a damaged stored blob in repair: blobs are not repaired yet), busy
+// needed blob), hash_mismatch / length_mismatch (a blob's bytes), as
+// Store::replace_model_blobs(), busy
 // (kVanishedBlob, lock wait over, leased), as Store::install_model(),
 // cancelled (`stop`).
 catalog::Result<store::InstalledModel> commit_install_model(

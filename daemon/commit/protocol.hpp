@@ -17,7 +17,13 @@
 //                     {"ok":false,"code":ERRC,"message":TEXT}
 //
 // install_model is a conversation (commit_model.hpp): the helper verifies the
-// card and answers, in parts of at most 500, the blobs the store lacks:
+// card and answers, in parts of at most 500, the blobs the store lacks (with
+// "repair":true, sent when the daemon found the installed variant damaged, the
+// helper also hashes the variant's stored blobs, and "need" also names each
+// whose bytes are damaged: the daemon sends a fresh download as for a missing
+// one, and at the commit the helper links its verified copy over every path of
+// that content in every installed variant, then over the blob, never writing
+// into the damaged inode; Store::replace_model_blobs()):
 //   helper -> daemon  {"need":[SHA256...],"more":B}    (until "more" is false)
 //   daemon -> helper  {"op":"blob","sha256":SHA256} + [the downloaded bytes]
 //                     ... once for each needed blob, in any order; then

@@ -363,11 +363,17 @@ class Broker {
   // Installs one variant of model NAME (org.epbroker.install) as a job of kind
   // model, Target "NAME/VARIANT": the given version (else the newest valid one),
   // the given variant (else plan_variant() over the machine's devices and the
-  // providers); done at once when that variant is installed. The job asks the
-  // committer which blobs the store lacks, downloads each signed target
-  // NAME/blobs/<sha256> (BytesTotal: their sizes) and commits (broker_install.cpp).
-  // How the job ended goes into the history before it is done or failed (action
-  // install, name NAME, to "VERSION/VARIANT").
+  // providers). When that variant is installed the job checks it as Verify does
+  // (each of its files' size and SHA-256, read from the disk: the variant's
+  // bytes are hashed on every such call), and is done when it is intact; a
+  // damaged one is repaired (the committer is asked with repair: the damaged
+  // blobs are downloaded again and replaced in every variant sharing them,
+  // never written in place). The job asks the committer which blobs the store
+  // lacks, downloads each signed target NAME/blobs/<sha256> (BytesTotal: their
+  // sizes) and commits (broker_install.cpp).
+  // How an install or repair ended goes into the history before the job is done
+  // or failed (action install, name NAME, to "VERSION/VARIANT"; a repair also
+  // from "VERSION/VARIANT", reason "repaired: ...").
   // A model job already running for that target is returned. Errors:
   // InvalidArgument (name, ort_version), NotFound (no such model, version or
   // variant), VerificationFailed (the version is refused: ModelEntry::refused),
@@ -437,8 +443,14 @@ class Broker {
   // version of the same model and variant id supersedes: deleted, recorded.
   // Caller holds life_mu_.
   std::vector<VersionRef> collect_models_locked(const RequestContext& ctx);
-  // A model job's work (broker_install.cpp).
-  void run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::string variant);
+  // A model job's work (broker_install.cpp): an install, or with `damage` (what
+  // the store's check found wrong with the installed variant) a repair.
+  void run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::string variant,
+                         std::vector<std::string> damage = {});
+  // A model job for an installed variant (broker_models.cpp): its files checked
+  // (Store::model_problems(); State verifying), done when intact, else
+  // run_model_install() repairs it.
+  void run_model_check(std::shared_ptr<Job> job, ModelEntry entry, std::string variant);
   // Starts an install job of `entry` (one per package name: a running one is
   // returned). Pins the version so no collection takes it before it is current.
   Result<std::uint64_t> start_install(const RequestContext& ctx, CatalogEntry entry,

@@ -289,25 +289,36 @@ void Broker::run_install(std::shared_ptr<Job> job, CatalogEntry entry, InstallIn
   if (installed && listener_) listener_->providers_changed();
 }
 
-void Broker::run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::string variant) {
+void Broker::run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::string variant,
+                               std::vector<std::string> damage) {
   // Every way out goes into the history (action install, to "VERSION/VARIANT",
-  // as RemoveModel's and gc's entries name a variant) before the job's final
-  // state is visible: whoever sees it done can read how it ended.
+  // as RemoveModel's and gc's entries name a variant; a repair from the same)
+  // before the job's final state is visible: whoever sees it done can read how
+  // it ended.
+  const bool repair = !damage.empty();
   const std::string to = entry.version() + "/" + variant;
+  const std::string from = repair ? to : std::string();
+  std::string damaged;  // the first few problems, for the history
+  for (std::size_t i = 0; i < damage.size() && i < 3; ++i) {
+    damaged += (i == 0 ? "" : "; ") + damage[i];
+  }
+  if (damage.size() > 3) damaged += "; and " + std::to_string(damage.size() - 3) + " more";
   auto end = [&](const catalog::Result<void>& done) {
     const auto snap = job->snapshot();
     const auto fields = job_log_fields(snap);
     if (done) {
-      record(snap.starter, HistoryAction::install, entry.name(), "", to, "ok",
-             "model variant installed from remote " + entry.remote, fields);
+      record(
+          snap.starter, HistoryAction::install, entry.name(), from, to, "ok",
+          repair ? "repaired: " + damaged : "model variant installed from remote " + entry.remote,
+          fields);
       job->succeed();
       if (listener_) listener_->providers_changed();  // what is installed changed
     } else {
       log::warn("model {} {} ({}): {}", entry.name(), entry.version(), variant,
                 done.error().message);
       const Error err(done.error());
-      record(snap.starter, HistoryAction::install, entry.name(), "", to, result_name(err),
-             public_message(err), fields);
+      record(snap.starter, HistoryAction::install, entry.name(), from, to, result_name(err),
+             (repair ? "repair failed: " : "") + public_message(err), fields);
       job->fail(done.error());
     }
   };
@@ -346,7 +357,7 @@ void Broker::run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::
   }
   // 2. Progress over the contents store/_blobs lacks now (what the committer will
   //    ask for, unless the store changes meanwhile: a blob it asks for beyond
-  //    these adds its length).
+  //    these, e.g. a damaged one in a repair, adds its length).
   std::set<std::string> expected;
   std::uint64_t total = 0;
   const fs::path blobs_dir = store_.store_dir() / store::kBlobsDirName / "sha256";
@@ -382,7 +393,7 @@ void Broker::run_model_install(std::shared_ptr<Job> job, ModelEntry entry, std::
     return;
   }
   auto installed = options_.committer->install_model(
-      {entry.remote, entry.target_path, variant, false, metadata_fd.get()}, blobs,
+      {entry.remote, entry.target_path, variant, repair, metadata_fd.get()}, blobs,
       [&](store::InstallPhase, std::uint64_t, std::uint64_t) {
         job->set_state(JobState::installing);
       },

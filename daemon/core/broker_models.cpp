@@ -262,12 +262,13 @@ Result<std::uint64_t> Broker::ensure_model(const RequestContext& ctx, const std:
     variant = choice->variant;
   }
   const std::string target = name + "/" + variant;
-  // 3. Installed already: a job that is done at once, so callers wait the same way.
+  // 3. Installed already: a job that checks it (as Verify does: its files are
+  //    hashed) and repairs it when damaged, so callers wait the same way.
   if (auto running = jobs_.find_active(JobKind::model, target)) return running->id();
   if (store_.find_model(name, entry->version(), variant)) {
     auto job = jobs_.create(JobKind::model, target, ctx);
     job->describe(entry->version(), entry->remote);
-    job->succeed();
+    spawn([this, job, e = std::move(*entry), v = variant] { run_model_check(job, e, v); });
     return job->id();
   }
   if (!ctx.sender.empty() &&
@@ -278,6 +279,31 @@ Result<std::uint64_t> Broker::ensure_model(const RequestContext& ctx, const std:
   job->describe(entry->version(), entry->remote);
   spawn([this, job, e = std::move(*entry), v = variant] { run_model_install(job, e, v); });
   return job->id();
+}
+
+void Broker::run_model_check(std::shared_ptr<Job> job, ModelEntry entry, std::string variant) {
+  job->set_state(JobState::verifying);
+  auto problems = store_.model_problems(
+      entry.name(), entry.version(), variant,
+      [&](std::uint64_t done, std::uint64_t total) { job->set_progress(done, total); });
+  if (!problems && problems.error().code == catalog::Errc::not_found) {
+    run_model_install(std::move(job), std::move(entry), std::move(variant));  // removed meanwhile
+    return;
+  }
+  if (!problems) {
+    job->fail(Error(problems.error()));
+    return;
+  }
+  if (problems->empty()) {
+    job->succeed();
+    return;
+  }
+  // Damaged: the package path's rule (the store reinstalls what fails its
+  // check), through the committer.
+  log::event(log::Level::warn, job_log_fields(job->snapshot()),
+             "model {} {} ({}) is damaged, repairing: {}", entry.name(), entry.version(), variant,
+             problems->front() + (problems->size() > 1 ? " (and more)" : ""));
+  run_model_install(std::move(job), std::move(entry), std::move(variant), std::move(*problems));
 }
 
 }  // namespace epbrokerd::core

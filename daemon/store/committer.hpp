@@ -35,10 +35,12 @@ struct CommitInstall {
 // One model install: which variant of which signed model card target of which
 // remote. The descriptor is borrowed; the committer trusts none of it.
 struct CommitModelInstall {
-  std::string remote;        // a configured remote's name
-  std::string target_path;   // the model card's target, e.g. "resnet/resnet-1.0.model.json"
-  std::string variant;       // a variant id the signed card must list
-  bool repair = false;       // the installed variant is damaged: its stored blobs are re-hashed
+  std::string remote;       // a configured remote's name
+  std::string target_path;  // the model card's target, e.g. "resnet/resnet-1.0.model.json"
+  std::string variant;      // a variant id the signed card must list
+  // The installed variant is damaged: its stored blobs are re-hashed, a damaged
+  // one is asked for like a missing one and replaced (Store::replace_model_blobs()).
+  bool repair = false;
   int metadata_dir_fd = -1;  // the daemon's persisted TUF metadata of `remote`
 };
 
@@ -79,8 +81,10 @@ class Committer {
   // Verifies and installs one model variant (daemon/commit/commit_model.hpp,
   // commit_install_model()): the TUF chain from the committer's own anchor, the
   // card's metadata, its name binding, every file against the signed blob
-  // targets; then asks `blobs` only for the contents store/_blobs lacks, copies
-  // each and checks it against its signed length and sha256, and calls
+  // targets; then asks `blobs` only for the contents store/_blobs lacks (with
+  // request.repair also those whose stored bytes are damaged), copies each and
+  // checks it against its signed length and sha256, replaces damaged or missing
+  // blobs installed variants list (Store::replace_model_blobs()), and calls
   // Store::install_model(). A blob that vanished from the store between the
   // question and the commit (a concurrent removal) is retried once from the
   // start. Returns the installed variant (a HelperCommitter fills name, version

@@ -20,6 +20,11 @@
 // blobs are referenced is always computed from the markers (the index), never
 // from st_nlink. A blob no marker references is deleted (remove_model(), and
 // open() after a crash).
+//
+// A damaged blob (its bytes changed in place) is never rewritten: repair
+// (Store::replace_model_blobs()) links a fresh verified copy over every tree
+// path of that content, then over the blob, so that processes that mapped
+// the old file keep it.
 #pragma once
 
 #include <chrono>

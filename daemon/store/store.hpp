@@ -119,7 +119,10 @@ struct StoreOptions {
   // Errc::io as if the system call had. Steps: "install.staging",
   // "install.saved_manifest", "install.seal", "install.mkdir",
   // "install.exchange", "install.aside", "install.rename", "install.index",
-  // "remove.rename", "remove.index"; and "install.no_exchange", which makes the
+  // "remove.rename", "remove.index"; "model.replace_staging" (before
+  // replace_model_blobs() makes its work directory), "model.replace_link"
+  // (before each tree path it renames over) and "model.replace_blob" (before
+  // the blob's); and "install.no_exchange", which makes the
   // exchange fail as on a filesystem without RENAME_EXCHANGE (so install() takes
   // its aside-then-rename path).
   std::function<bool(std::string_view step)> inject_fault;
@@ -322,6 +325,44 @@ class Store {
                                                 const std::map<std::string, int>& new_blobs,
                                                 const InstallProgress& progress = {},
                                                 std::stop_token stop = {});
+
+  // Checks one installed variant as verify() checks every one (its blobs hashed,
+  // its tree's links, sizes, modes and marker), without the mutex while it
+  // hashes; in a view too. Returns its problems ("<relative path>: <what>",
+  // sorted; empty when intact). `progress` (optional) gets (bytes done, total)
+  // before each blob and at the end. Errors: Errc::not_found when that variant
+  // is not installed.
+  catalog::Result<std::vector<std::string>> model_problems(
+      std::string_view name, std::string_view version, std::string_view variant,
+      const std::function<void(std::uint64_t done, std::uint64_t total)>& progress = {}) const;
+
+  // The repair of damaged blobs (the commit helper's, before install_model()):
+  // `fresh` maps a sha256 to a descriptor of that content (borrowed; the caller
+  // verified its hash; a regular file on the store's filesystem that linkat()
+  // can link, as install_model()'s). For each content some installed marker
+  // lists (the others are left alone: install_model() takes them), under the
+  // mutex:
+  //   1. the descriptor's size must be the listed one (all are checked before
+  //      anything changes); it is linked into a fresh staging/repair-XXXXXX/,
+  //      made 0444 and fsync'ed;
+  //   2. for every installed variant (any model, any version) whose marker
+  //      lists it, each of its files of that content: a new link in the work
+  //      directory, renamed over the file's path; then each such directory is
+  //      fsync'ed;
+  //   3. last, the same over _blobs/sha256/<hex>; that directory fsync'ed.
+  // Nothing is ever written into the old inode: whoever opened or mapped the
+  // old file keeps its bytes. Every path is, at every moment, either the old
+  // inode or the new one; a crash leaves at worst some variants on the new
+  // inode and the others (and the blob) on the old one, which verify() reports
+  // ("not shared with its blob", or the old blob's damage) and the next repair
+  // finishes (the blob is replaced last, so it is still found damaged), while
+  // open() only wipes the work directory in staging/. An error after step 1
+  // leaves the paths already renamed on the new inode (the same contract).
+  // Returns the contents replaced, sorted. Errors: Errc::invalid_argument (a
+  // store view, a descriptor that is not a regular file), Errc::length_mismatch
+  // (a descriptor of another size), Errc::io.
+  catalog::Result<std::vector<std::string>> replace_model_blobs(
+      const std::map<std::string, int>& fresh);
 
   // Every installed model variant, by name, version text, variant.
   std::vector<InstalledModel> models() const;

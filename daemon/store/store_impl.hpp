@@ -13,6 +13,7 @@
 //   model_install.cpp  install_model()
 //   model_remove.cpp   model queries, leases, remove_model(), unreferenced blobs
 //   model_verify.cpp   model trees and blobs checked (verify(), install_model())
+//   model_repair.cpp   model_problems() of one variant; replace_model_blobs()
 #pragma once
 
 #include <cstdint>

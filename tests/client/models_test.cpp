@@ -385,6 +385,10 @@ TEST_F(ModelClientTest, VerifyShowsModelVariants) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << " missing from\n" << r.out;
   }
   EXPECT_EQ(r.out.find("Repair a damaged package"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Repair a damaged model variant with `epbrokerctl model install NAME "
+                       "--version VERSION --variant VARIANT`."),
+            std::string::npos)
+      << r.out;
   r = cmd({"--json", "verify"});
   EXPECT_EQ(r.exit_code, 1) << describe(r);
   const json j = doc(r);
@@ -395,6 +399,13 @@ TEST_F(ModelClientTest, VerifyShowsModelVariants) {
     EXPECT_EQ(row["ok"], false);
     EXPECT_TRUE(row["problem"].get<std::string>().starts_with(bad)) << row;
   }
+
+  // `model install` of one variant repairs the shared file for both.
+  r = cmd({"model", "install", kModel, "--variant", "int8"});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  r = cmd({"verify"});
+  EXPECT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(read(variant_dir("fp32") / "labels.txt"), kLabels);
 }
 
 TEST_F(ModelClientTest, CtlModelErrorsAndTheirExitCodes) {

@@ -218,7 +218,7 @@ class CommitModelTest : public ::testing::Test {
   // says for the helper's need (every needed blob from daemon_/blobs when
   // unset). Returns "need=<count> " and the final answer.
   std::string install(const std::string& target, const std::string& variant,
-                      const BlobPlan& plan = {}, bool commit = true) {
+                      const BlobPlan& plan = {}, bool commit = true, bool repair = false) {
     return attack([&](int sock) {
       const int meta = ::open((daemon_ / "metadata").c_str(), O_RDONLY | O_DIRECTORY);
       const int fds[] = {meta};
@@ -227,7 +227,7 @@ class CommitModelTest : public ::testing::Test {
                          {"remote", "main"},
                          {"target", target},
                          {"variant", variant},
-                         {"repair", false}},
+                         {"repair", repair}},
                         fds)) {
         return std::string("send failed");
       }
@@ -378,6 +378,64 @@ TEST_F(CommitModelTest, MetadataTheAnchorDoesNotSignIsRefused) {
               r.starts_with("length_mismatch"))
       << r;
   expect_store_unchanged();
+}
+
+// A shared blob damaged in place: only a repair hashes it; then it is asked for,
+// and the helper's verified copy replaces it in both variants and in _blobs,
+// the damaged inode untouched (an open descriptor still reads its bytes). Wrong
+// bytes sent for it change nothing.
+TEST_F(CommitModelTest, ARepairReplacesADamagedSharedBlobEverywhere) {
+  install_fp32();
+  ASSERT_EQ(install(kCard, "int8"), "need=1 ok");
+  const fs::path v = store() / "_models/test-model/1.0";
+  const fs::path blob = store() / "_blobs/sha256" / sha(kLabels);
+  std::string damaged = kLabels;
+  damaged[0] = 'C';
+  ::chmod(blob.c_str(), 0644);
+  const int w = ::open(blob.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(w, 0);
+  ASSERT_EQ(::pwrite(w, damaged.data(), 1, 0), 1);
+  ::close(w);
+  ::chmod(blob.c_str(), 0444);
+  const auto old = stat_of(blob);
+  const int held = ::open((v / "int8/labels.txt").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+
+  // Not a repair: the stored blob has its size, nothing is asked for.
+  EXPECT_EQ(install(kCard, "int8"), "need=0 ok");
+  EXPECT_EQ(stat_of(blob).st_ino, old.st_ino);
+  // A repair with other bytes for it: refused, nothing changed.
+  before_ = snapshot(store());
+  std::string evil = kLabels;
+  evil[1] = 'X';
+  tests::support::write_file(daemon_ / "evil", evil);
+  ::chown((daemon_ / "evil").c_str(), kAttacker, kAttackerGroup);
+  auto r = install(
+      kCard, "int8",
+      [&](const std::vector<std::string>& need) {
+        return std::vector<std::pair<std::string, fs::path>>{{need.at(0), daemon_ / "evil"}};
+      },
+      true, true);
+  EXPECT_TRUE(r.starts_with("need=1 hash_mismatch")) << r;
+  expect_store_unchanged();
+  // The repair: the damaged blob is asked for and replaced everywhere.
+  EXPECT_EQ(install(kCard, "int8", {}, true, true), "need=1 ok");
+  const auto fresh = stat_of(blob);
+  EXPECT_NE(fresh.st_ino, old.st_ino);
+  EXPECT_EQ(fresh.st_nlink, 3u);
+  EXPECT_EQ(fresh.st_uid, 0u);
+  EXPECT_EQ(fresh.st_mode & 07777, 0444u);
+  EXPECT_EQ(tests::support::read_file(blob), kLabels);
+  for (const char* variant : {"fp32", "int8"}) {
+    EXPECT_EQ(stat_of(v / variant / "labels.txt").st_ino, fresh.st_ino) << variant;
+  }
+  std::string bytes(64, '\0');
+  bytes.resize(static_cast<std::size_t>(::pread(held, bytes.data(), bytes.size(), 0)));
+  ::close(held);
+  EXPECT_EQ(bytes, damaged) << "the damaged inode was written";
+  // Intact now: a repair asks for nothing.
+  EXPECT_EQ(install(kCard, "fp32", {}, true, true), "need=0 ok");
+  EXPECT_TRUE(fs::is_empty(env_.store_root / "staging"));
 }
 
 TEST_F(CommitModelTest, RemovalsAreCheckedAndKeepSharedBlobs) {

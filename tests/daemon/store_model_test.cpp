@@ -482,5 +482,126 @@ TEST_F(ModelStoreTest, VerifyReportsDamagedBlobsAndSplitLinks) {
   expect_staging_empty();
 }
 
+// Changes the first byte of `file` in place (the same inode, other bytes), as
+// damage on disk would; its mode is 0444 again after.
+void flip_first_byte(const fs::path& file) {
+  fs::permissions(file, fs::perms(0644));
+  std::string bytes = tests::support::read_file(file);
+  bytes[0] = static_cast<char>(bytes[0] ^ 1);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);  // no O_TRUNC: in place
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::pwrite(fd, bytes.data(), 1, 0), 1);
+  ::close(fd);
+  fs::permissions(file, fs::perms(0444));
+}
+
+std::string read_fd(int fd) {
+  std::string out(4096, '\0');
+  const ssize_t n = ::pread(fd, out.data(), out.size(), 0);
+  out.resize(n > 0 ? static_cast<std::size_t>(n) : 0);
+  return out;
+}
+
+TEST_F(ModelStoreTest, ReplacedBlobsAreNewInodesEverywhereTheOldOneUntouched) {
+  Store s = open();
+  install(s, alpha, "fp32", {kA, kLabels});
+  install(s, alpha, "int8", {kB});
+  install(s, beta, "v", {kC});
+  const auto old_inode = stat_of(blob(kLabels)).st_ino;
+  flip_first_byte(blob(kLabels));
+  // Someone reads the damaged file meanwhile (a process that mapped it).
+  const int held = ::open(tree("alpha/1.0/fp32/labels.txt").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  const std::string damaged = read_fd(held);
+  ASSERT_NE(damaged, kLabels);
+  ASSERT_EQ(s.verify()->damaged_models.size(), 3u);
+  auto problems = s.model_problems("beta", "2.0", "v");
+  ASSERT_TRUE(problems.has_value()) << problems.error().message;
+  EXPECT_THAT(*problems, ElementsAre(HasSubstr("labels.txt: blob " + sha(kLabels) + ": sha256")));
+  EXPECT_EQ(s.model_problems("beta", "2.0", "w").error().code, Errc::not_found);
+
+  // A copy of another size is refused before anything changes.
+  const auto before = store_snapshot();
+  expect_refused(s.replace_model_blobs({{sha(kLabels), blob_fd(kLabels + "x")}}),
+                 Errc::length_mismatch, "has 14 bytes, not 13", before);
+
+  // Contents no marker lists are left alone; the damaged one is replaced in the
+  // three trees and in _blobs.
+  auto replaced = s.replace_model_blobs(given({kLabels, "not listed"}));
+  ASSERT_TRUE(replaced.has_value()) << replaced.error().message;
+  EXPECT_THAT(*replaced, ElementsAre(sha(kLabels)));
+  EXPECT_FALSE(fs::exists(blob("not listed")));
+  const struct stat b = stat_of(blob(kLabels));
+  EXPECT_NE(b.st_ino, old_inode);
+  EXPECT_EQ(b.st_nlink, 4u);
+  EXPECT_EQ(b.st_mode & 07777, 0444u);
+  for (const char* rel :
+       {"alpha/1.0/fp32/labels.txt", "alpha/1.0/int8/labels.txt", "beta/2.0/v/labels.txt"}) {
+    EXPECT_EQ(stat_of(tree(rel)).st_ino, b.st_ino) << rel;
+    EXPECT_EQ(tests::support::read_file(tree(rel)), kLabels) << rel;
+  }
+  // The old inode was never written: what was open reads what it read.
+  struct stat h {};
+  ASSERT_EQ(::fstat(held, &h), 0);
+  EXPECT_EQ(h.st_ino, old_inode);
+  EXPECT_EQ(h.st_nlink, 0u);
+  EXPECT_EQ(read_fd(held), damaged);
+  ::close(held);
+  EXPECT_TRUE(s.verify()->ok());
+  EXPECT_TRUE(s.model_problems("alpha", "1.0", "int8")->empty());
+  expect_staging_empty();
+}
+
+// A failure (a crash) half-way: each path is the old inode or the new one; the
+// store reopens and the next replacement finishes.
+class ModelReplaceFaultTest : public ModelStoreTest,
+                              public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(ModelReplaceFaultTest, HalfWayLeavesOldOrNewAndTheNextRepairFinishes) {
+  const std::string step = GetParam();
+  int calls = 0;
+  StoreOptions options;
+  options.inject_fault = [&](std::string_view at) {
+    // model.replace_link: the second tree path fails (the first was renamed).
+    return at == step && (step != "model.replace_link" || ++calls == 2);
+  };
+  {
+    Store s = open(std::move(options));
+    install(s, alpha, "fp32", {kA, kLabels});
+    install(s, alpha, "int8", {kB});
+    flip_first_byte(blob(kLabels));
+    const auto damaged = stat_of(blob(kLabels)).st_ino;
+    auto r = s.replace_model_blobs(given({kLabels}));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_THAT(r.error().message, HasSubstr("injected fault at " + step));
+    expect_staging_empty();
+    EXPECT_EQ(stat_of(blob(kLabels)).st_ino, damaged) << "the blob goes last";
+    const auto fp32 = stat_of(tree("alpha/1.0/fp32/labels.txt")).st_ino;
+    const auto int8 = stat_of(tree("alpha/1.0/int8/labels.txt")).st_ino;
+    if (step == "model.replace_link") {
+      EXPECT_NE(fp32, int8) << "one path new, the other old";
+      EXPECT_TRUE(fp32 == damaged || int8 == damaged);
+    } else if (step == "model.replace_blob") {
+      EXPECT_EQ(fp32, int8);
+      EXPECT_NE(fp32, damaged);
+    }
+    EXPECT_EQ(s.verify()->damaged_models.size(), 2u);
+  }
+  Store reopened = open();
+  EXPECT_EQ(reopened.models().size(), 2u);
+  expect_staging_empty();
+  ASSERT_TRUE(reopened.replace_model_blobs(given({kLabels})).has_value());
+  EXPECT_TRUE(reopened.verify()->ok());
+  EXPECT_EQ(stat_of(blob(kLabels)).st_nlink, 3u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Steps, ModelReplaceFaultTest,
+                         ::testing::Values("model.replace_staging", "model.replace_link",
+                                           "model.replace_blob"),
+                         [](const auto& param_info) {
+                           std::string n = param_info.param;
+                           return n.substr(n.find('.') + 1);
+                         });
+
 }  // namespace
 }  // namespace epbrokerd::store

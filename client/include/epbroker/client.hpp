@@ -217,7 +217,7 @@ struct RollbackResult {
 // packages) one installed model variant: then `name` is the model's and
 // `version` is "VERSION/VARIANT" (a package version never holds a '/'). A file
 // several variants share is one copy on disk, so a damaged one makes every
-// variant listing it not ok.
+// variant listing it not ok; install_model() of one of them repairs it.
 struct VerifyResult {
   std::string name;
   std::string version;
@@ -477,7 +477,8 @@ class EPBROKER_API Client {
   std::vector<ModelInfo> models(Policy policy = Policy::default_policy,
                                 const std::string& ort_version = {});
 
-  // Installs a variant of model `name` unless installed (Broker1.EnsureModel) and
+  // Installs a variant of model `name` unless installed (Broker1.EnsureModel: an
+  // installed one is checked, its files hashed, and repaired when damaged) and
   // waits for its job as ensure_ready() does (progress with kind "model", target
   // "NAME/VARIANT"; cancellation; the job's errors). The variant is
   // options.variant (installed whatever this machine has), or the one planned for

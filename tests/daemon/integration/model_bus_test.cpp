@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -272,6 +273,72 @@ TEST_F(ModelBusTest, VerifyCoversModelVariants) {
           << field << " missing in: " << lines[0];
     }
   }
+}
+
+// The history entries of kind install for `to`, as "from|result|reason".
+std::vector<std::string> install_entries(BrokerProxy& broker, const std::string& to) {
+  std::vector<std::string> out;
+  for (const auto& e : broker.History(kModel)) {
+    if (str(e, key::action) == "install" && str(e, key::to) == to) {
+      out.push_back(str(e, key::from) + "|" + str(e, key::result) + "|" + str(e, key::reason));
+    }
+  }
+  return out;
+}
+
+TEST_F(ModelBusTest, EnsureModelRepairsADamagedSharedBlob) {
+  ASSERT_EQ(ensure("fp32"), "done");
+  ASSERT_EQ(ensure("int8"), "done");
+  // Installed and intact: EnsureModel checks it, changes and records nothing.
+  EXPECT_EQ(fs::hard_link_count(blob(kLabels)), 3U);  // the blob and both variants
+  ASSERT_EQ(ensure("fp32"), "done");
+  EXPECT_EQ(install_entries(*broker_, "1.0/fp32").size(), 1U);
+
+  // The labels both variants share, damaged in place; an app holds the int8
+  // variant (a lease) and has its labels open.
+  flip_first_byte(blob(kLabels));
+  const auto [session, granted] = broker_->RequestSession(
+      {{key::models, sdbus::Variant(std::map<std::string, std::string>{{kModel, "int8"}})}});
+  std::ifstream held(variant_dir("int8") / "labels.txt", std::ios::binary);
+  ASSERT_TRUE(held.is_open());
+  Dicts found = broker_->Verify();
+  ASSERT_EQ(found.size(), 2U);
+  EXPECT_FALSE(found[0].at(key::ok).get<bool>());
+  EXPECT_FALSE(found[1].at(key::ok).get<bool>());
+
+  // EnsureModel of fp32 finds it damaged and repairs it: the blob is downloaded
+  // again and replaces the damaged one in both variants (int8 leased or not).
+  const std::string job =
+      broker_->EnsureModel(kModel, {{key::variant, sdbus::Variant(std::string("fp32"))}});
+  ASSERT_EQ(wait_job(*conn_, job), "done")
+      << job_property(*conn_, job, "ErrorMessage").get<std::string>();
+  EXPECT_EQ(job_property(*conn_, job, "BytesTotal").get<std::uint64_t>(), kLabels.size());
+  found = broker_->Verify();
+  ASSERT_EQ(found.size(), 2U);
+  for (const auto& row : found) {
+    EXPECT_TRUE(row.at(key::ok).get<bool>())
+        << str(row, key::version) << ": " << str(row, key::problem);
+  }
+  for (const char* variant : {"fp32", "int8"}) {
+    EXPECT_TRUE(fs::equivalent(variant_dir(variant) / "labels.txt", blob(kLabels))) << variant;
+  }
+  EXPECT_EQ(fs::hard_link_count(blob(kLabels)), 3U);
+  // The file the app opened before the repair was never written: its damaged bytes.
+  std::string before_repair(kLabels.size(), '\0');
+  held.read(before_repair.data(), static_cast<std::streamsize>(before_repair.size()));
+  std::string damaged = kLabels;
+  damaged[0] = static_cast<char>(damaged[0] ^ 1);
+  EXPECT_EQ(before_repair, damaged);
+
+  // The history: the repair, from and to the variant, with what was wrong.
+  const auto entries = install_entries(*broker_, "1.0/fp32");
+  ASSERT_EQ(entries.size(), 2U);
+  const std::string repaired = "1.0/fp32|ok|repaired: labels.txt: blob " +
+                               catalog::crypto::sha256_hex(kLabels) + ": sha256 ";
+  EXPECT_TRUE(entries[1].starts_with(repaired)) << entries[1];
+  EXPECT_EQ(log_lines("model tiny-net 1.0 (fp32) is damaged, repairing").size(), 1U);
+  auto proxy = sdbus::createProxy(*conn_, kBrokerName, session);
+  proxy->callMethod("Release").onInterface(kSessionInterface);
 }
 
 TEST_F(ModelBusTest, EnsureModelErrors) {
