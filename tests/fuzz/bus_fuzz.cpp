@@ -3,9 +3,11 @@
 // PrivateBus, TestCatalog served on loopback), refreshes and installs test-ep
 // when run as root, then sends N method calls from a few connections, each with
 // up to 32 calls in flight: valid-ish RequestSession / Release mixes (random a{sv}
-// options, releases of our own, other connections' and stale sessions), the other
-// Broker1 methods with valid and junk names (rarely a real install, removal,
-// refresh or verify), Cancel of job paths, Properties/ObjectManager/Introspect/
+// options, models among them, releases of our own, other connections' and stale
+// sessions), the other Broker1 methods with valid and junk names (rarely a real
+// install, removal, refresh or verify), ListModels / EnsureModel / RemoveModel
+// (the catalog also publishes a small model, bus_fuzz::kModelName, which they
+// rarely install or remove), Cancel of job paths, Properties/ObjectManager/Introspect/
 // Peer calls, right members with random signatures and random members with random
 // values (nested arrays, dicts, structs, variants), random object paths and
 // interfaces. Every few thousand calls a connection closes with its calls in
@@ -42,10 +44,15 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "catalog/crypto/hash.hpp"
+#include "catalog/model_metadata.hpp"
 #include "tests/daemon/integration/private_bus.hpp"
 #include "tests/daemon/integration/proc_stats.hpp"
 #include "tests/daemon/integration/test_catalog.hpp"
@@ -341,6 +348,41 @@ std::string daemon_state(const std::string& address) {
   return state;
 }
 
+// Model bus_fuzz::kModelName 1.0, published next to the packages for the model
+// calls to find now and then: variants fp32 (any device) and int8 (NPUs), each a
+// model.onnx and the same labels.txt. Throws std::runtime_error.
+void publish_model(tests::daemon::TestCatalog& repo) {
+  const std::string fp32 = "fp32 weights of the bus fuzzer's model";
+  const std::string int8 = "int8 weights";
+  const std::string labels = "cat\ndog\n";
+  nlohmann::json c = {{"epbroker",
+                       {{"schema", 2},
+                        {"kind", "model"},
+                        {"name", bus_fuzz::kModelName},
+                        {"version", "1.0"},
+                        {"publisher", "Test"},
+                        {"license", "Apache-2.0"},
+                        {"license_url", "https://example.com/license"},
+                        {"task", "image-classification"},
+                        {"inputs", {{{"name", "data"}, {"type", "float"}, {"shape", {"N", 3}}}}},
+                        {"outputs", {{{"name", "prob"}, {"type", "float"}, {"shape", {"N", 2}}}}},
+                        {"variants", nlohmann::json::array()}}}};
+  for (const auto& [id, weights] : {std::pair{"fp32", fp32}, std::pair{"int8", int8}}) {
+    nlohmann::json files = nlohmann::json::array();
+    for (const auto& [path, bytes] : {std::pair{"labels.txt", labels}, {"model.onnx", weights}}) {
+      files.push_back(
+          {{"path", path}, {"size", bytes.size()}, {"sha256", catalog::crypto::sha256_hex(bytes)}});
+    }
+    nlohmann::json v = {
+        {"id", id}, {"ort_min", "1.20"}, {"opset", 17}, {"main", "model.onnx"}, {"files", files}};
+    if (std::string(id) == "int8") v["devices"] = {"npu"};
+    c["epbroker"]["variants"].push_back(v);
+  }
+  auto meta = catalog::parse_model_metadata(c);
+  if (!meta) throw std::runtime_error("bus_fuzz: model card: " + meta.error().message);
+  repo.publish_model(*meta, {fp32, int8, labels});
+}
+
 bool setup_store(const PrivateBus& bus) {
   for (const char* call : {"RefreshCatalog", "EnsureProvider"}) {
     std::vector<std::string> args = {"call", tests::daemon::kBrokerName, tests::daemon::kBrokerPath,
@@ -441,6 +483,7 @@ int main(int argc, char** argv) {
   bool asan = false;
   {
     tests::daemon::TestCatalog catalog;
+    publish_model(catalog);
     tests::daemon::PrivateBusOptions options;
     options.epbrokerd = f.epbrokerd;
     options.log_level.clear();  // debug would log every session of a million calls

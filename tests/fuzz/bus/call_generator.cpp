@@ -39,6 +39,9 @@ constexpr std::array kMembers = {
     Member{0, kBroker, "RefreshCatalog"},
     Member{0, kBroker, "Verify"},
     Member{0, kBroker, "RequestSession"},
+    Member{0, kBroker, "ListModels"},
+    Member{0, kBroker, "EnsureModel"},
+    Member{0, kBroker, "RemoveModel"},
     Member{1, kSession, "Release"},
     Member{2, kJob, "Cancel"},
     Member{3, kProps, "Get"},
@@ -72,7 +75,7 @@ const char* kind_name(Kind kind) {
     case Kind::release:
       return "Release";
     case Kind::starts_job:
-      return "EnsureProvider/RefreshCatalog";
+      return "EnsureProvider/EnsureModel/RefreshCatalog";
     case Kind::other:
       break;
   }
@@ -133,6 +136,35 @@ std::string Generator::random_name() {
   if (r < 100) return "foreign-ep";
   if (r < 500) return "pkg-" + std::to_string(below(1000));  // unknown: NotFound
   return random_string();                                    // mostly InvalidArgument
+}
+
+std::string Generator::random_model_name() {
+  const std::uint32_t r = below(1000);
+  if (r < 10) return kModelName;   // a real install or removal
+  if (r < 100) return "tiny-net";  // unknown: NotFound
+  if (r < 400) return "model-" + std::to_string(below(1000));
+  if (r < 450) return std::string(kModelName) + "/fp32";  // a path, not a name
+  if (r < 500) return "_blobs";                           // the store's own directory
+  return random_string();                                 // mostly InvalidArgument
+}
+
+std::string Generator::random_variant() {
+  switch (below(10)) {
+    case 0:
+    case 1:
+    case 2:
+      return kModelVariants[below(2)];
+    case 3:
+      return "";
+    case 4:
+      return "FP32";  // not an id: upper case
+    case 5:
+      return "../../trust";
+    case 6:
+      return std::string(33, 'v');  // one past the longest id
+    default:
+      return random_string(64);
+  }
 }
 
 std::string Generator::random_member() {
@@ -298,17 +330,18 @@ int Generator::append_options(sd_bus_message* m) {
   int r = sd_bus_message_open_container(m, 'a', "{sv}");
   for (std::uint32_t n = below(5); r >= 0 && n > 0; --n) {
     r = sd_bus_message_open_container(m, 'e', "sv");
-    const std::uint32_t which = below(10);
+    const std::uint32_t which = below(12);
     std::string key = which < 3    ? "policy"
                       : which == 3 ? "ort_version"
                       : which < 6  ? "providers"
                       : which == 6 ? "download"
                       : which == 7 ? std::string(kPolicies[0]) /* unknown */
-                                   : random_string();
+                      : which < 10 ? random_string()
+                                   : "models";
     if (r >= 0) r = sd_bus_message_append_basic(m, 's', key.c_str());
     if (r < 0) break;
     const bool wrong_type = below(10) == 0;
-    if (wrong_type || which >= 7) {
+    if (wrong_type || (which >= 7 && which < 10)) {
       const std::string t = random_type(1);
       r = sd_bus_message_open_container(m, 'v', t.c_str());
       if (r >= 0) r = append(m, t, 1);
@@ -324,6 +357,9 @@ int Generator::append_options(sd_bus_message* m) {
       r = sd_bus_message_append(m, "v", "s", v.c_str());
       if (r >= 0) r = sd_bus_message_close_container(m);
       continue;
+    } else if (key == "models") {
+      r = sd_bus_message_open_container(m, 'v', "a{ss}");
+      if (r >= 0) r = append_models(m);
     } else if (key == "providers") {
       r = sd_bus_message_open_container(m, 'v', "as");
       if (r >= 0) r = sd_bus_message_open_container(m, 'a', "s");
@@ -344,6 +380,65 @@ int Generator::append_options(sd_bus_message* m) {
   return r < 0 ? r : sd_bus_message_close_container(m);
 }
 
+int Generator::append_models(sd_bus_message* m) {
+  int r = sd_bus_message_open_container(m, 'a', "{ss}");
+  // Rarely more than the 16 a session may ask for.
+  const std::uint32_t count = below(50) == 0 ? 17 + below(20) : below(4);
+  for (std::uint32_t i = 0; r >= 0 && i < count; ++i) {
+    const std::string name = random_model_name();
+    const std::string variant = random_variant();
+    r = sd_bus_message_append(m, "{ss}", name.c_str(), variant.c_str());
+  }
+  return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
+int Generator::append_model_options(sd_bus_message* m, std::string_view member) {
+  // The keys `member` knows (ListModels: policy, ort_version; EnsureModel: also
+  // variant, version; RemoveModel: version, variant, now).
+  std::vector<std::string_view> keys;
+  if (member == "RemoveModel") {
+    keys = {"version", "variant", "now"};
+  } else {
+    keys = {"policy", "ort_version"};
+    if (member == "EnsureModel") keys.insert(keys.end(), {"variant", "version"});
+  }
+  int r = sd_bus_message_open_container(m, 'a', "{sv}");
+  for (std::uint32_t n = below(4); r >= 0 && n > 0; --n) {
+    r = sd_bus_message_open_container(m, 'e', "sv");
+    const std::uint32_t which = below(10);
+    const std::string key = which < 8
+                                ? std::string(keys[below(static_cast<std::uint32_t>(keys.size()))])
+                            : which == 8 ? std::string("models") /* another method's */
+                                         : random_string();
+    if (r >= 0) r = sd_bus_message_append_basic(m, 's', key.c_str());
+    if (r < 0) break;
+    std::string value;
+    if (below(10) == 0 || which >= 8) {  // a wrong type, or an unknown key
+      const std::string t = random_type(1);
+      r = sd_bus_message_open_container(m, 'v', t.c_str());
+      if (r >= 0) r = append(m, t, 1);
+      if (r >= 0) r = sd_bus_message_close_container(m);
+    } else if (key == "now") {  // true only rarely (it removes a leased variant)
+      r = sd_bus_message_append(m, "v", "b", below(20) == 0 ? 1 : 0);
+    } else {
+      if (key == "policy") {
+        value = below(5) ? kPolicies[below(kPolicies.size())] : random_string();
+      } else if (key == "ort_version") {
+        value = below(4) ? "1." + std::to_string(below(40)) + "." + std::to_string(below(3))
+                         : random_string();
+      } else if (key == "variant") {
+        value = random_variant();
+      } else {  // version
+        constexpr std::array versions = {"1.0", "2.0", "", "1..0", "../1.0", "1.0/fp32"};
+        value = below(4) ? versions[below(versions.size())] : random_string(64);
+      }
+      r = sd_bus_message_append(m, "v", "s", value.c_str());
+    }
+    if (r >= 0) r = sd_bus_message_close_container(m);  // the entry
+  }
+  return r < 0 ? r : sd_bus_message_close_container(m);
+}
+
 bool Generator::build(sd_bus* bus, const std::string* own_session, sd_bus_message*& m, Kind& kind,
                       std::string& object) {
   m = nullptr;
@@ -352,7 +447,8 @@ bool Generator::build(sd_bus* bus, const std::string* own_session, sd_bus_messag
   std::string path = kRoot;
   std::string interface = kBroker;
   std::string member;
-  int args = 0;  // 0 none, 1 random, 2 options, 3 a name, 4 Properties args
+  int args = 0;  // 0 none, 1 random, 2 options, 3 a name, 4 Properties args,
+                 // 5 model options, 6 a model name and model options
   const std::uint32_t r = below(1000);
   if (r < 250) {
     member = "RequestSession";
@@ -399,6 +495,16 @@ bool Generator::build(sd_bus* bus, const std::string* own_session, sd_bus_messag
     path = job_path();
     interface = kJob;
     member = "Cancel";
+  } else if (r < 678) {
+    member = "ListModels";
+    args = 5;
+  } else if (r < 693) {
+    member = "EnsureModel";
+    kind = Kind::starts_job;
+    args = 6;
+  } else if (r < 703) {
+    member = "RemoveModel";
+    args = 6;
   } else if (r < 813) {
     const Member& mm = kMembers[below(kMembers.size())];
     path = mm.path == 0   ? std::string(kRoot)
@@ -429,6 +535,15 @@ bool Generator::build(sd_bus* bus, const std::string* own_session, sd_bus_messag
       case 3: {
         const std::string name = random_name();
         rc = sd_bus_message_append_basic(m, 's', name.c_str());
+        break;
+      }
+      case 5:
+        rc = append_model_options(m, member);
+        break;
+      case 6: {
+        const std::string name = random_model_name();
+        rc = sd_bus_message_append_basic(m, 's', name.c_str());
+        if (rc >= 0) rc = append_model_options(m, member);
         break;
       }
       case 4: {

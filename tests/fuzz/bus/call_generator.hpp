@@ -1,8 +1,9 @@
 // The bus fuzzer's calls (tests/fuzz/bus_fuzz.cpp): seeded, built as raw sd-bus
 // messages so any signature can be sent. What it sends, by weight per 1,000:
 //   250 RequestSession with random a{sv} options: known keys with right or wrong
-//       types, valid or junk policies, ort_versions and provider lists, unknown
-//       keys; download rarely true
+//       types, valid or junk policies, ort_versions and provider lists, a models
+//       a{ss} (model names -> variant ids, valid-looking or hostile, rarely more
+//       than the 16 allowed), unknown keys; download rarely true
 //   150 Release: the calling connection's own session mostly, else another
 //       connection's, a stale or a made-up session path
 //    80 ListProviders / ListDevices; 70 Properties Get/GetAll/Set; 30
@@ -10,7 +11,12 @@
 //    60 EnsureProvider / RemoveProvider: junk, invalid and unknown names mostly,
 //       rarely test-ep or bulk-ep (a real install or removal)
 //     3 RefreshCatalog / Verify; 20 Job1.Cancel of job paths
-//   150 a real member with random arguments; 150 a random member, interface and
+//    15 ListModels, 15 EnsureModel, 10 RemoveModel: names as for providers
+//       (kModelName, the model bus_fuzz publishes, rarely: a real install or
+//       removal), a{sv} options with their keys (variant, version, policy,
+//       ort_version, now) of right or wrong types, valid or hostile values, and
+//       unknown keys
+//   110 a real member with random arguments; 187 a random member, interface and
 //       object path with random arguments
 // Random arguments: up to 4 complete types, nested up to 3 deep (arrays, dicts,
 // structs, variants of every basic type but unix fds), strings valid UTF-8 (sd-bus
@@ -28,6 +34,11 @@
 #include <vector>
 
 namespace bus_fuzz {
+
+// The model bus_fuzz publishes (variants kModelVariants), which valid-looking
+// model calls name now and then.
+inline constexpr const char* kModelName = "fuzz-net";
+inline constexpr const char* kModelVariants[] = {"fp32", "int8"};
 
 // What the fuzzer does with a reply.
 enum class Kind { other, request_session, release, starts_job };
@@ -56,6 +67,8 @@ class Generator {
  private:
   std::string random_string(std::uint32_t long_max = 8192);
   std::string random_name();
+  std::string random_model_name();
+  std::string random_variant();
   std::string random_member();
   std::string random_path();
   std::string session_path(const std::string* own);
@@ -66,6 +79,10 @@ class Generator {
   int append(sd_bus_message* m, std::string_view type, int depth);
   int append_args(sd_bus_message* m);
   int append_options(sd_bus_message* m);
+  // RequestSession's models: a{ss} as a variant's value (the "v" container open).
+  int append_models(sd_bus_message* m);
+  // a{sv} options of ListModels, EnsureModel or RemoveModel (`member`).
+  int append_model_options(sd_bus_message* m, std::string_view member);
 
   std::mt19937_64 rng_;
   std::vector<std::string> sessions_;  // recent, bounded
