@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <exception>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -92,6 +93,36 @@ struct epbroker_session {
   bool released = false;
 };
 
+// Models (since libepbroker 0.2).
+struct epbroker_variant_info {
+  epbroker::ModelVariantInfo value;
+};
+
+struct epbroker_model {
+  explicit epbroker_model(epbroker::ModelInfo m);
+
+  epbroker::ModelInfo value;  // without its variants: those are in `variants`
+  std::vector<epbroker_variant_info> variants;
+};
+
+struct epbroker_model_options {
+  // Kept as the caller gave it; checked when a model is ensured (the setter cannot
+  // fail).
+  epbroker_policy policy = EPBROKER_POLICY_DEFAULT;
+  epbroker::ModelOptions value;
+};
+
+struct epbroker_model_lease {
+  epbroker::ModelLease lease;
+  // A copy of lease.session_path(), which release() frees (as epbroker_session's path).
+  std::string session_path;
+  bool released = false;
+};
+
+struct epbroker_removed_model {
+  epbroker::RemovedModel value;
+};
+
 // The lists: a vector of handles.
 template <typename Item>
 struct epbroker_list_of {
@@ -103,6 +134,8 @@ struct epbroker_update_list : epbroker_list_of<epbroker_update_change> {};
 struct epbroker_history_list : epbroker_list_of<epbroker_history_entry> {};
 struct epbroker_removed_list : epbroker_list_of<epbroker_removed> {};
 struct epbroker_verify_list : epbroker_list_of<epbroker_verify_result> {};
+struct epbroker_model_list : epbroker_list_of<epbroker_model> {};
+struct epbroker_removed_model_list : epbroker_list_of<epbroker_removed_model> {};
 
 namespace epbroker::capi {
 
@@ -211,5 +244,18 @@ auto list_get(const List* list, std::size_t i) noexcept -> decltype(&list->items
 // The C callback as a ProgressCallback (empty when `fn` is NULL): each report is
 // copied into an epbroker_progress that lives for the callback's duration.
 ProgressCallback progress_callback(epbroker_progress_fn fn, void* user);
+
+// The token a call waits on: the caller's, or one of its own that never fires.
+class TokenOf {
+ public:
+  explicit TokenOf(const epbroker_cancel* cancel) : caller_(cancel) {
+    if (caller_ == nullptr) own_.emplace();
+  }
+  const CancelToken& get() const { return caller_ ? caller_->token : *own_; }
+
+ private:
+  const epbroker_cancel* caller_;
+  std::optional<CancelToken> own_;
+};
 
 }  // namespace epbroker::capi

@@ -2,27 +2,10 @@
 // with their progress callbacks and the cancel handle.
 #include <memory>
 #include <new>
-#include <optional>
 
 #include "client/src/c_api.hpp"
 
 namespace epbroker::capi {
-namespace {
-
-// The token a call waits on: the caller's, or one of its own that never fires.
-class TokenOf {
- public:
-  explicit TokenOf(const epbroker_cancel* cancel) : caller_(cancel) {
-    if (caller_ == nullptr) own_.emplace();
-  }
-  const CancelToken& get() const { return caller_ ? caller_->token : *own_; }
-
- private:
-  const epbroker_cancel* caller_;
-  std::optional<CancelToken> own_;
-};
-
-}  // namespace
 
 ProgressCallback progress_callback(epbroker_progress_fn fn, void* user) {
   if (fn == nullptr) return {};

@@ -1,8 +1,9 @@
 // libepbroker's exported symbols (client/libepbroker.map): every function
 // <epbroker/epbroker.h> declares, and every C++ symbol libepbroker.so.0 exported before
-// the C API existed, are exported with version EPBROKER_0.1; the C++ symbols added
-// for models (<epbroker/models.hpp>) with EPBROKER_0.2; nothing else is exported
-// (no sdbus-c++, spdlog or standard-library symbol).
+// the C API existed, are exported with version EPBROKER_0.1; the symbols added for
+// models, C++ (<epbroker/models.hpp>) and C (the header's models section), with
+// EPBROKER_0.2; nothing else is exported (no sdbus-c++, spdlog or standard-library
+// symbol).
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -113,6 +115,69 @@ constexpr const char* kCxxSymbols02[] = {
     "_ZN8epbroker10ModelLease7releaseEv",
 };
 
+// The C functions added in EPBROKER_0.2 (the header's models section).
+constexpr const char* kCSymbols02[] = {
+    "epbroker_models",
+    "epbroker_model_list_size",
+    "epbroker_model_list_get",
+    "epbroker_model_list_free",
+    "epbroker_model_name",
+    "epbroker_model_version",
+    "epbroker_model_publisher",
+    "epbroker_model_license",
+    "epbroker_model_license_url",
+    "epbroker_model_description",
+    "epbroker_model_task",
+    "epbroker_model_state",
+    "epbroker_model_reason",
+    "epbroker_model_remote",
+    "epbroker_model_variant_count",
+    "epbroker_model_variant_info",
+    "epbroker_model_planned",
+    "epbroker_model_plan_device",
+    "epbroker_model_plan_ep",
+    "epbroker_model_plan_reason",
+    "epbroker_variant_info_id",
+    "epbroker_variant_info_device_count",
+    "epbroker_variant_info_device",
+    "epbroker_variant_info_ep_count",
+    "epbroker_variant_info_ep",
+    "epbroker_variant_info_ort_min",
+    "epbroker_variant_info_opset",
+    "epbroker_variant_info_size",
+    "epbroker_variant_info_installed",
+    "epbroker_model_options_new",
+    "epbroker_model_options_free",
+    "epbroker_model_options_set_variant",
+    "epbroker_model_options_set_version",
+    "epbroker_model_options_set_policy",
+    "epbroker_model_options_set_ort_version",
+    "epbroker_model_options_set_download",
+    "epbroker_ensure_model",
+    "epbroker_model_lease_name",
+    "epbroker_model_lease_version",
+    "epbroker_model_lease_variant",
+    "epbroker_model_lease_path",
+    "epbroker_model_lease_main",
+    "epbroker_model_lease_file_count",
+    "epbroker_model_lease_file",
+    "epbroker_model_lease_device_count",
+    "epbroker_model_lease_device",
+    "epbroker_model_lease_ep_count",
+    "epbroker_model_lease_ep",
+    "epbroker_model_lease_session_path",
+    "epbroker_model_lease_active",
+    "epbroker_model_lease_release",
+    "epbroker_model_lease_free",
+    "epbroker_remove_model",
+    "epbroker_removed_model_list_size",
+    "epbroker_removed_model_list_get",
+    "epbroker_removed_model_list_free",
+    "epbroker_removed_model_name",
+    "epbroker_removed_model_version",
+    "epbroker_removed_model_variant",
+};
+
 // The functions the C header declares.
 std::set<std::string> header_functions() {
   std::ifstream in(EPBROKER_C_HEADER);
@@ -153,10 +218,14 @@ TEST(CApiSymbols, EveryHeaderFunctionIsExportedWithItsVersion) {
   Library lib;
   ASSERT_NE(lib.handle(), nullptr) << dlerror();
   const auto functions = header_functions();
-  EXPECT_GE(functions.size(), 130U) << "the header was not parsed";
+  EXPECT_GE(functions.size(), 130U + std::size(kCSymbols02)) << "the header was not parsed";
+  const std::set<std::string> added(std::begin(kCSymbols02), std::end(kCSymbols02));
   for (const auto& f : functions) {
-    EXPECT_NE(dlvsym(lib.handle(), f.c_str(), kVersion), nullptr) << f << "@" << kVersion;
+    const char* version = added.count(f) != 0 ? kVersion02 : kVersion;
+    EXPECT_NE(dlvsym(lib.handle(), f.c_str(), version), nullptr) << f << "@" << version;
   }
+  // The list of 0.2 functions names only functions the header declares.
+  for (const auto& f : added) EXPECT_EQ(functions.count(f), 1U) << f << " is not in the header";
 }
 
 TEST(CApiSymbols, TheCxxAbiIsKeptWithItsVersion) {
@@ -170,7 +239,9 @@ TEST(CApiSymbols, TheCxxAbiIsKeptWithItsVersion) {
 TEST(CApiSymbols, TheModelApiHasVersion02) {
   Library lib;
   ASSERT_NE(lib.handle(), nullptr) << dlerror();
-  for (const char* symbol : kCxxSymbols02) {
+  std::vector<const char*> symbols(std::begin(kCxxSymbols02), std::end(kCxxSymbols02));
+  symbols.insert(symbols.end(), std::begin(kCSymbols02), std::end(kCSymbols02));
+  for (const char* symbol : symbols) {
     EXPECT_NE(dlvsym(lib.handle(), symbol, kVersion02), nullptr) << symbol << "@" << kVersion02;
     // Not also (or instead) in the released node.
     EXPECT_EQ(dlvsym(lib.handle(), symbol, kVersion), nullptr) << symbol << "@" << kVersion;
@@ -181,7 +252,8 @@ TEST(CApiSymbols, NothingElseIsExported) {
   // Mangled (no -C), to tell the 0.2 symbols by their names.
   const std::string command =
       std::string("nm -D --defined-only --with-symbol-versions '") + EPBROKER_LIBRARY_PATH + "'";
-  const std::set<std::string> added(std::begin(kCxxSymbols02), std::end(kCxxSymbols02));
+  std::set<std::string> added(std::begin(kCxxSymbols02), std::end(kCxxSymbols02));
+  added.insert(std::begin(kCSymbols02), std::end(kCSymbols02));
   std::set<std::string> seen02;
   std::unique_ptr<FILE, decltype(&pclose)> nm(popen(command.c_str(), "r"), &pclose);
   ASSERT_NE(nm, nullptr);

@@ -1,6 +1,7 @@
 // libepbroker's C API (<epbroker/epbroker.h>) without a bus: status names, policy
 // names, NULL arguments, the per-thread last error, cancel handles, an unreachable bus,
-// and NULL handles given to the free functions and accessors.
+// and NULL handles given to the free functions and accessors; the same for models
+// (NULL arguments, the options handle, NULL model handles).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -249,6 +250,98 @@ TEST(CApi, FreeFunctionsAndAccessorsAcceptNull) {
   EXPECT_STREQ(epbroker_update_change_to(nullptr), "");
   EXPECT_STREQ(epbroker_removed_version(nullptr), "");
   EXPECT_EQ(epbroker_verify_result_ok(nullptr), 0);
+}
+
+TEST(CApi, ModelNullArgumentsAreRefusedByName) {
+  epbroker_model_list* models = nullptr;
+  epbroker_model_lease* lease = nullptr;
+  epbroker_removed_model_list* removed = nullptr;
+  // Each call, and the message it must leave.
+  const std::pair<std::function<epbroker_status()>, const char*> cases[] = {
+      {[&] { return epbroker_models(nullptr, EPBROKER_POLICY_DEFAULT, nullptr, &models); },
+       "epbroker_models: argument 'client' is NULL"},
+      {[&] {
+         return epbroker_ensure_model(nullptr, "tiny-net", nullptr, nullptr, nullptr, nullptr,
+                                      &lease);
+       },
+       "epbroker_ensure_model: argument 'client' is NULL"},
+      {[&] { return epbroker_remove_model(nullptr, "tiny-net", nullptr, nullptr, 0, &removed); },
+       "epbroker_remove_model: argument 'client' is NULL"},
+      {[&] { return epbroker_model_lease_release(nullptr); },
+       "epbroker_model_lease_release: argument 'lease' is NULL"},
+      {[&] { return epbroker_model_options_set_variant(nullptr, "fp32"); },
+       "epbroker_model_options_set_variant: argument 'options' is NULL"},
+      {[&] { return epbroker_model_options_set_version(nullptr, "1.0"); },
+       "epbroker_model_options_set_version: argument 'options' is NULL"},
+      {[&] { return epbroker_model_options_set_ort_version(nullptr, "1.30.0"); },
+       "epbroker_model_options_set_ort_version: argument 'options' is NULL"},
+  };
+  for (const auto& [call, message] : cases) {
+    EXPECT_EQ(call(), EPBROKER_ERR_INVALID_ARGUMENT) << message;
+    EXPECT_STREQ(epbroker_last_error_message(), message);
+    EXPECT_STREQ(epbroker_last_error_bus_name(), "") << message;
+  }
+  EXPECT_EQ(models, nullptr) << "outputs are written only on success";
+  EXPECT_EQ(lease, nullptr);
+  EXPECT_EQ(removed, nullptr);
+}
+
+TEST(CApi, ModelOptionsHandle) {
+  epbroker_model_options* options = epbroker_model_options_new();
+  ASSERT_NE(options, nullptr);
+  EXPECT_EQ(epbroker_model_options_set_variant(options, "fp32"), EPBROKER_OK);
+  EXPECT_EQ(epbroker_model_options_set_version(options, "1.0"), EPBROKER_OK);
+  EXPECT_EQ(epbroker_model_options_set_ort_version(options, "1.30.0"), EPBROKER_OK);
+  // NULL strings are "" (the defaults), not errors.
+  EXPECT_EQ(epbroker_model_options_set_variant(options, nullptr), EPBROKER_OK);
+  EXPECT_EQ(epbroker_model_options_set_version(options, nullptr), EPBROKER_OK);
+  EXPECT_EQ(epbroker_model_options_set_ort_version(options, nullptr), EPBROKER_OK);
+  // The setters that cannot fail; a policy outside the enum is refused by
+  // epbroker_ensure_model (client_c_api_integration), not here.
+  epbroker_model_options_set_policy(options, EPBROKER_POLICY_PREFER_NPU);
+  epbroker_model_options_set_policy(options, static_cast<epbroker_policy>(7));
+  epbroker_model_options_set_download(options, 0);
+  epbroker_model_options_free(options);
+
+  epbroker_model_options* other = epbroker_model_options_new();
+  EXPECT_NE(other, nullptr) << "each call makes a handle";
+  epbroker_model_options_free(other);
+}
+
+TEST(CApi, ModelHandlesAcceptNull) {
+  epbroker_model_list_free(nullptr);
+  epbroker_model_options_free(nullptr);
+  epbroker_model_lease_free(nullptr);
+  epbroker_removed_model_list_free(nullptr);
+  epbroker_model_options_set_policy(nullptr, EPBROKER_POLICY_PREFER_CPU);
+  epbroker_model_options_set_download(nullptr, 1);
+
+  EXPECT_EQ(epbroker_model_list_size(nullptr), 0U);
+  EXPECT_EQ(epbroker_model_list_get(nullptr, 0), nullptr);
+  EXPECT_STREQ(epbroker_model_name(nullptr), "");
+  EXPECT_STREQ(epbroker_model_license_url(nullptr), "");
+  EXPECT_STREQ(epbroker_model_state(nullptr), "");
+  EXPECT_STREQ(epbroker_model_planned(nullptr), "");
+  EXPECT_STREQ(epbroker_model_plan_reason(nullptr), "");
+  EXPECT_EQ(epbroker_model_variant_count(nullptr), 0U);
+  EXPECT_EQ(epbroker_model_variant_info(nullptr, 0), nullptr);
+  EXPECT_STREQ(epbroker_variant_info_id(nullptr), "");
+  EXPECT_EQ(epbroker_variant_info_device_count(nullptr), 0U);
+  EXPECT_EQ(epbroker_variant_info_device(nullptr, 0), nullptr);
+  EXPECT_EQ(epbroker_variant_info_ep(nullptr, 0), nullptr);
+  EXPECT_EQ(epbroker_variant_info_opset(nullptr), 0U);
+  EXPECT_EQ(epbroker_variant_info_size(nullptr), 0U);
+  EXPECT_EQ(epbroker_variant_info_installed(nullptr), 0);
+  EXPECT_STREQ(epbroker_model_lease_name(nullptr), "");
+  EXPECT_STREQ(epbroker_model_lease_main(nullptr), "");
+  EXPECT_EQ(epbroker_model_lease_file_count(nullptr), 0U);
+  EXPECT_EQ(epbroker_model_lease_file(nullptr, 0), nullptr);
+  EXPECT_EQ(epbroker_model_lease_ep(nullptr, 0), nullptr);
+  EXPECT_STREQ(epbroker_model_lease_session_path(nullptr), "");
+  EXPECT_EQ(epbroker_model_lease_active(nullptr), 0);
+  EXPECT_EQ(epbroker_removed_model_list_size(nullptr), 0U);
+  EXPECT_EQ(epbroker_removed_model_list_get(nullptr, 0), nullptr);
+  EXPECT_STREQ(epbroker_removed_model_variant(nullptr), "");
 }
 
 TEST(CApi, VersionIsTheLibrarys) { EXPECT_STREQ(epbroker_version(), EPBROKER_VERSION_STRING); }

@@ -42,7 +42,8 @@
  *   epbroker_cancel_trigger() may be called from any thread and from a signal handler.
  * - A session keeps its client's bus connection open after epbroker_client_free():
  *   the lease lives until epbroker_session_release() or epbroker_session_free(), or
- *   the process's end.
+ *   the process's end. So does a model lease (epbroker_model_lease_release(),
+ *   epbroker_model_lease_free()).
  * - Symbols are versioned (client/libepbroker.map): new functions are added in new
  *   version nodes and never change, so the SONAME stays libepbroker.so.0.
  */
@@ -142,7 +143,8 @@ typedef enum epbroker_job_state {
 
 /* ---- cancellation -------------------------------------------------------------- */
 
-/* A flag that stops a wait (ensure_ready, install, update, refresh, verify). */
+/* A flag that stops a wait (ensure_ready, install, update, refresh, verify,
+ * ensure_model). */
 typedef struct epbroker_cancel epbroker_cancel;
 
 /* NULL when out of memory. One handle may serve several calls; once triggered it
@@ -163,7 +165,7 @@ typedef struct epbroker_progress epbroker_progress;
 
 EPBROKER_C_API const char* epbroker_progress_job(const epbroker_progress* p);
 EPBROKER_C_API const char* epbroker_progress_kind(
-    const epbroker_progress* p); /* install|refresh|verify */
+    const epbroker_progress* p); /* install|refresh|verify|model */
 EPBROKER_C_API const char* epbroker_progress_target(const epbroker_progress* p);
 EPBROKER_C_API epbroker_job_state epbroker_progress_state(const epbroker_progress* p);
 EPBROKER_C_API const char* epbroker_progress_state_name(const epbroker_progress* p);
@@ -431,6 +433,146 @@ EPBROKER_C_API const epbroker_provider* epbroker_session_provider(const epbroker
 EPBROKER_C_API epbroker_status epbroker_session_release(epbroker_session* s);
 /* Releases (errors ignored) and frees. */
 EPBROKER_C_API void epbroker_session_free(epbroker_session* s);
+
+/* ---- models (since libepbroker 0.2: symbol version EPBROKER_0.2) ---------------- */
+
+/* ML models the daemon brokers beside the providers (<epbroker/models.hpp>). A model
+ * version has variants (files built for some devices or EPs, or for any); a model
+ * lease keeps one installed variant's files in place while it lives. */
+
+typedef struct epbroker_model epbroker_model;
+typedef struct epbroker_model_list epbroker_model_list;
+typedef struct epbroker_variant_info epbroker_variant_info;
+
+/* epbroker::Client::models: every model version the trusted catalogs list, newest
+ * first per name, with the variant a session with `policy` and `ort_version` (NULL or
+ * "" = not checked) gets on this machine. EPBROKER_ERR_INVALID_ARGUMENT for a policy
+ * outside epbroker_policy or a malformed ort_version. */
+EPBROKER_C_API epbroker_status epbroker_models(epbroker_client* client, epbroker_policy policy,
+                                               const char* ort_version, epbroker_model_list** out);
+EPBROKER_C_API size_t epbroker_model_list_size(const epbroker_model_list* list);
+EPBROKER_C_API const epbroker_model* epbroker_model_list_get(const epbroker_model_list* list,
+                                                             size_t i);
+EPBROKER_C_API void epbroker_model_list_free(epbroker_model_list* list);
+
+EPBROKER_C_API const char* epbroker_model_name(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_version(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_publisher(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_license(const epbroker_model* m); /* SPDX */
+EPBROKER_C_API const char* epbroker_model_license_url(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_description(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_task(const epbroker_model* m);
+/* "available", or "refused" (never installable: see reason); a newer daemon may send
+ * other words. */
+EPBROKER_C_API const char* epbroker_model_state(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_reason(const epbroker_model* m); /* refused only */
+EPBROKER_C_API const char* epbroker_model_remote(const epbroker_model* m);
+EPBROKER_C_API size_t epbroker_model_variant_count(const epbroker_model* m);
+EPBROKER_C_API const epbroker_variant_info* epbroker_model_variant_info(const epbroker_model* m,
+                                                                        size_t i);
+/* The plan for epbroker_models()' policy and ORT version: the variant ("" when none
+ * fits), on which device (an epbroker_device_id) and through which EP, and why (or why
+ * none fits). */
+EPBROKER_C_API const char* epbroker_model_planned(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_plan_device(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_plan_ep(const epbroker_model* m);
+EPBROKER_C_API const char* epbroker_model_plan_reason(const epbroker_model* m);
+
+/* One variant of a model. Devices and EPs empty: built for any. */
+EPBROKER_C_API const char* epbroker_variant_info_id(const epbroker_variant_info* v);
+EPBROKER_C_API size_t epbroker_variant_info_device_count(const epbroker_variant_info* v);
+EPBROKER_C_API const char* epbroker_variant_info_device(const epbroker_variant_info* v,
+                                                        size_t i); /* cpu|gpu|npu */
+EPBROKER_C_API size_t epbroker_variant_info_ep_count(const epbroker_variant_info* v);
+EPBROKER_C_API const char* epbroker_variant_info_ep(const epbroker_variant_info* v, size_t i);
+EPBROKER_C_API const char* epbroker_variant_info_ort_min(const epbroker_variant_info* v);
+EPBROKER_C_API uint32_t epbroker_variant_info_opset(const epbroker_variant_info* v);
+EPBROKER_C_API uint64_t epbroker_variant_info_size(const epbroker_variant_info* v); /* bytes */
+/* 1 when the store has it (of this version), else 0. */
+EPBROKER_C_API int epbroker_variant_info_installed(const epbroker_variant_info* v);
+
+typedef struct epbroker_model_options epbroker_model_options;
+typedef struct epbroker_model_lease epbroker_model_lease;
+
+/* Defaults: the variant planned for this machine, the newest valid version,
+ * EPBROKER_POLICY_DEFAULT, no ORT version check, download. NULL when out of memory. */
+EPBROKER_C_API epbroker_model_options* epbroker_model_options_new(void);
+EPBROKER_C_API void epbroker_model_options_free(epbroker_model_options* options);
+/* A variant id ("fp32"), installed whatever this machine has; NULL or "" = the one
+ * planned for this machine. */
+EPBROKER_C_API epbroker_status epbroker_model_options_set_variant(epbroker_model_options* options,
+                                                                  const char* variant);
+/* NULL or "" = the newest valid version. */
+EPBROKER_C_API epbroker_status epbroker_model_options_set_version(epbroker_model_options* options,
+                                                                  const char* version);
+/* The policy the variant is planned with. A value outside epbroker_policy makes
+ * epbroker_ensure_model() fail with EPBROKER_ERR_INVALID_ARGUMENT (this setter cannot
+ * report it). */
+EPBROKER_C_API void epbroker_model_options_set_policy(epbroker_model_options* options,
+                                                      epbroker_policy policy);
+/* The application's ONNX Runtime version ("1.30.0"); NULL or "" = not checked. */
+EPBROKER_C_API epbroker_status
+epbroker_model_options_set_ort_version(epbroker_model_options* options, const char* version);
+/* Non-zero (the default): install the variant when it is not installed; 0: lease it
+ * only if installed, else EPBROKER_ERR_NOT_FOUND. */
+EPBROKER_C_API void epbroker_model_options_set_download(epbroker_model_options* options,
+                                                        int download);
+
+/* epbroker::Client::ensure_model: installs a variant of model `name` unless installed
+ * (waiting for its job as epbroker_ensure_ready does; progress kind "model", target
+ * "NAME/VARIANT") and leases it. `options` NULL: the defaults. `progress` and `cancel`
+ * may be NULL. `out` is required: checked before anything is installed or leased.
+ * EPBROKER_ERR_NOT_FOUND: no such model, version or variant (or, without download,
+ * not installed); EPBROKER_ERR_INCOMPATIBLE: no variant fits; EPBROKER_ERR_BUSY:
+ * installing for another caller. */
+EPBROKER_C_API epbroker_status epbroker_ensure_model(epbroker_client* client, const char* name,
+                                                     const epbroker_model_options* options,
+                                                     epbroker_progress_fn progress, void* user,
+                                                     const epbroker_cancel* cancel,
+                                                     epbroker_model_lease** out);
+/* What the lease grants; still readable after release. */
+EPBROKER_C_API const char* epbroker_model_lease_name(const epbroker_model_lease* l);
+EPBROKER_C_API const char* epbroker_model_lease_version(const epbroker_model_lease* l);
+EPBROKER_C_API const char* epbroker_model_lease_variant(const epbroker_model_lease* l);
+/* The variant's directory in the store (absolute). */
+EPBROKER_C_API const char* epbroker_model_lease_path(const epbroker_model_lease* l);
+/* Its main file (absolute): the one to open with ONNX Runtime. */
+EPBROKER_C_API const char* epbroker_model_lease_main(const epbroker_model_lease* l);
+/* Every file of the variant, relative to the path (the main file among them). */
+EPBROKER_C_API size_t epbroker_model_lease_file_count(const epbroker_model_lease* l);
+EPBROKER_C_API const char* epbroker_model_lease_file(const epbroker_model_lease* l, size_t i);
+/* What the variant is built for: device types and EP names (none: any). */
+EPBROKER_C_API size_t epbroker_model_lease_device_count(const epbroker_model_lease* l);
+EPBROKER_C_API const char* epbroker_model_lease_device(const epbroker_model_lease* l, size_t i);
+EPBROKER_C_API size_t epbroker_model_lease_ep_count(const epbroker_model_lease* l);
+EPBROKER_C_API const char* epbroker_model_lease_ep(const epbroker_model_lease* l, size_t i);
+/* The D-Bus path of the lease's session; "" once released. */
+EPBROKER_C_API const char* epbroker_model_lease_session_path(const epbroker_model_lease* l);
+/* 1 until released, else 0. */
+EPBROKER_C_API int epbroker_model_lease_active(const epbroker_model_lease* l);
+/* Ends the lease now; the lease is released afterwards even when this fails. */
+EPBROKER_C_API epbroker_status epbroker_model_lease_release(epbroker_model_lease* l);
+/* Releases (errors ignored) and frees. */
+EPBROKER_C_API void epbroker_model_lease_free(epbroker_model_lease* l);
+
+typedef struct epbroker_removed_model epbroker_removed_model;
+typedef struct epbroker_removed_model_list epbroker_removed_model_list;
+
+/* epbroker::Client::remove_model: removes the installed variants of model `name` of
+ * `version` and `variant` (each NULL or "" = every installed one). A leased variant is
+ * refused with EPBROKER_ERR_BUSY and nothing is removed, unless `now` is non-zero.
+ * EPBROKER_ERR_NOT_FOUND unless something matches. `out` (may be NULL) receives each
+ * variant removed. */
+EPBROKER_C_API epbroker_status epbroker_remove_model(epbroker_client* client, const char* name,
+                                                     const char* version, const char* variant,
+                                                     int now, epbroker_removed_model_list** out);
+EPBROKER_C_API size_t epbroker_removed_model_list_size(const epbroker_removed_model_list* list);
+EPBROKER_C_API const epbroker_removed_model* epbroker_removed_model_list_get(
+    const epbroker_removed_model_list* list, size_t i);
+EPBROKER_C_API void epbroker_removed_model_list_free(epbroker_removed_model_list* list);
+EPBROKER_C_API const char* epbroker_removed_model_name(const epbroker_removed_model* r);
+EPBROKER_C_API const char* epbroker_removed_model_version(const epbroker_removed_model* r);
+EPBROKER_C_API const char* epbroker_removed_model_variant(const epbroker_removed_model* r);
 
 #ifdef __cplusplus
 }
