@@ -8,10 +8,16 @@ epbrokerd. The catalog "test" holds
   onnxruntime  the shared-runtime package (kind runtime), when the build has it
   openvino     the OpenVINO EP package, on Intel CPUs only (when the build has it)
 
+and one model, node-matmul 1.0 (ONNX's test_matmul_2d node model as variants
+"fp32", for any device, and "fp32-cpu", for CPUs and CPUExecutionProvider: both
+the same model.onnx, published once), packed and added with epbroker-publish
+pack-model and add-model.
+
 The `slow_broker` fixture is a second broker (its own bus, daemon and store) whose
-catalog "slow" holds only slow-ep (test-ep again) with its targets URL pointing at
-the server's /__slow__/ (1 byte per second): a download that lasts, for cancelling.
-It is separate so that "every compatible provider" never means slow-ep.
+catalog "slow" holds only slow-ep (test-ep again) and node-matmul, with its
+targets URL pointing at the server's /__slow__/ (1 byte per second): a download
+that lasts, for cancelling. It is separate so that "every compatible provider"
+never means slow-ep.
 
 The build is $EPBROKER_BUILD_DIR (tests/python/run sets it). Installing needs root
 (the daemon's policy without polkit): the fixture skips otherwise.
@@ -32,7 +38,7 @@ from typing import Dict, List, Optional
 
 import pytest
 
-from support import is_intel_cpu, wait_until
+from support import MODEL, MODEL_SOURCE, MODEL_VARIANTS, is_intel_cpu, wait_until
 
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,6 +100,7 @@ class Broker:
         self.bus_log = work / "bus.log"
         self.url = ""
         self.packages: Dict[str, Path] = {}  # catalog name -> package file
+        self.model_card: Dict = {}  # MODEL's card as pack-model wrote it
         self.procs: List[subprocess.Popen] = []
 
     def publish(self) -> None:
@@ -127,6 +134,34 @@ class Broker:
                 _run(publish, "add", "--repo", repo, "--keys", keys, "--metadata", meta_path,
                      package)
                 self.packages[json.loads(meta_path.read_text())["epbroker"]["name"]] = package
+        self.publish_model(publish, repo, keys)
+
+    def publish_model(self, publish: Path, repo: Path, keys: Path) -> None:
+        """MODEL 1.0: each variant's directory holds MODEL_SOURCE as model.onnx;
+        pack-model fills in the card's files (sizes, hashes), add-model signs it."""
+        files = self.work / "model"
+        for variant in MODEL_VARIANTS:
+            (files / variant).mkdir(parents=True)
+            shutil.copy(MODEL_SOURCE, files / variant / "model.onnx")
+        variant = {"ort_min": "1.16", "opset": 13, "precision": "fp32", "main": "model.onnx"}
+        card = {"epbroker": {
+            "schema": 2, "kind": "model", "name": MODEL, "version": "1.0",
+            "publisher": "epbroker tests", "license": "Apache-2.0",
+            "license_url": "https://www.apache.org/licenses/LICENSE-2.0",
+            "description": "ONNX's test_matmul_2d node model: c = a @ b",
+            "task": "matrix-multiplication",
+            "inputs": [{"name": "a", "type": "float", "shape": [3, 4]},
+                       {"name": "b", "type": "float", "shape": [4, 3]}],
+            "outputs": [{"name": "c", "type": "float", "shape": [3, 3]}],
+            "variants": [dict(variant, id="fp32"),
+                         dict(variant, id="fp32-cpu", devices=["cpu"],
+                              eps=["CPUExecutionProvider"])]}}
+        draft, packed = self.work / "model-draft.json", self.work / ("%s.model.json" % MODEL)
+        draft.write_text(json.dumps(card))
+        _run(publish, "pack-model", "--dir", files, "--metadata", draft, "--output", packed)
+        _run(publish, "add-model", "--repo", repo, "--keys", keys, "--model", packed, "--dir",
+             files)
+        self.model_card = json.loads(packed.read_text())
 
     def serve(self) -> None:
         port_file = self.work / "http.port"

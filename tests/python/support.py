@@ -18,6 +18,11 @@ NODE_TESTS = ("test_add", "test_add_bcast", "test_mul", "test_mul_bcast", "test_
 CACHE = Path(os.environ.get("EPBROKER_CACHE", Path.home() / ".cache/epbroker"))
 TEST_EP = "test-ep"
 TEST_EP_NAME = "EpbrokerTestEp"
+#: The model both broker fixtures' catalogs publish (conftest), its variants, and
+#: the one file they share (published as each one's model.onnx).
+MODEL = "node-matmul"
+MODEL_VARIANTS = ("fp32", "fp32-cpu")
+MODEL_SOURCE = ONNX_NODE_DIR / "test_matmul_2d/model.onnx"
 
 
 def is_intel_cpu() -> bool:

@@ -8,10 +8,10 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 
 from ._errors import InvalidArgument, NoMemory
 from ._lib import arg, check, lib, names_array, take_string
-from ._session import Session, _Connection
+from ._session import ModelLease, Session, _Connection
 from ._wait import Cancel, ProgressCallback, _ProgressCall
-from ._values import (Device, HistoryEntry, Provider, RemovedVersion, Status,
-                      UpdateChange, VerifyReport, VerifyResult)
+from ._values import (Device, HistoryEntry, ModelInfo, Provider, RemovedModel, RemovedVersion,
+                      Status, UpdateChange, VerifyReport, VerifyResult)
 
 POLICIES = ("default", "prefer_cpu", "prefer_gpu", "prefer_npu", "max_performance",
             "max_efficiency", "min_overall_power")
@@ -23,8 +23,8 @@ class Client:
     Connects to `bus_address` ("unix:path=..."), else $EPBROKER_BUS_ADDRESS, else
     the system bus; raises Unavailable if the bus cannot be reached. Does not
     contact the daemon yet. Every method is a synchronous D-Bus round trip; the
-    waiting ones (ensure_ready, install, update, refresh, verify) block until
-    their jobs end, with the GIL released. One call at a time per Client (calls
+    waiting ones (ensure_ready, install, update, refresh, verify, ensure_model)
+    block until their jobs end, with the GIL released. One call at a time per Client (calls
     from several threads are serialized); use one Client per thread to overlap.
     """
 
@@ -60,6 +60,13 @@ class Client:
         finally:
             if out.value:
                 getattr(L, prefix + "_free")(out)
+
+    @staticmethod
+    def _policy(policy: str) -> int:
+        """The epbroker_policy value of `policy` (InvalidArgument for an unknown word)."""
+        value = c_int()
+        check(lib().epbroker_policy_parse(arg(policy), byref(value)))
+        return value.value
 
     def _provider(self, name: str, *args: object, progress: _ProgressCall) -> Provider:
         out = c_void_p()
@@ -201,13 +208,12 @@ class Client:
         installed version that ONNX Runtime can load. `download` starts installs of
         compatible providers not installed yet (not leased by this session)."""
         L = lib()
-        value = c_int()
-        check(L.epbroker_policy_parse(arg(policy), byref(value)))
+        value = self._policy(policy)
         options = L.epbroker_session_options_new()
         if not options:
             raise NoMemory(14, "epbroker_session_options_new: out of memory")
         try:
-            L.epbroker_session_options_set_policy(options, value.value)
+            L.epbroker_session_options_set_policy(options, value)
             if ort_version:
                 check(L.epbroker_session_options_set_ort_version(options, arg(ort_version)))
             for name in providers or ():
@@ -220,10 +226,71 @@ class Client:
         finally:
             L.epbroker_session_options_free(options)
 
+    # ---- models (libepbroker 0.2) ----------------------------------------------
+
+    def models(self, policy: str = "default", ort_version: str = "") -> List[ModelInfo]:
+        """Every model version the trusted catalogs list, newest first per name,
+        with the variant a session with `policy` and `ort_version` (the app's ONNX
+        Runtime, e.g. onnxruntime.__version__; "" = not checked) gets on this
+        machine (ModelInfo.planned). Raises InvalidArgument for an unknown policy
+        or a malformed ort_version."""
+        return self._list("epbroker_models", "epbroker_model_list", ModelInfo,
+                          self._policy(policy), arg(ort_version))
+
+    def ensure_model(self, name: str, variant: str = "", version: str = "",
+                     policy: str = "default", ort_version: str = "", download: bool = True,
+                     progress: Optional[ProgressCallback] = None,
+                     cancel: Optional[Cancel] = None) -> ModelLease:
+        """Installs a variant of model `name` unless installed, waiting for its job
+        as ensure_ready() does (progress with kind "model", target "NAME/VARIANT";
+        Ctrl-C and `cancel` cancel it), then leases it. The variant is `variant`
+        (installed whatever this machine has), or the one planned for this machine
+        under `policy` and `ort_version`; the version `version`, or the newest
+        valid one. Without `download` only an installed variant is leased. Keep
+        the ModelLease while onnxruntime uses its files. Raises NotFound (no such
+        model, version or variant; without download: not installed),
+        Incompatible (no variant fits), VerificationFailed, Busy (installing for
+        another caller), NotAuthorized, Cancelled."""
+        L = lib()
+        value = self._policy(policy)
+        options = L.epbroker_model_options_new()
+        if not options:
+            raise NoMemory(14, "epbroker_model_options_new: out of memory")
+        out = c_void_p()
+        try:
+            check(L.epbroker_model_options_set_variant(options, arg(variant)))
+            check(L.epbroker_model_options_set_version(options, arg(version)))
+            L.epbroker_model_options_set_policy(options, value)
+            check(L.epbroker_model_options_set_ort_version(options, arg(ort_version)))
+            L.epbroker_model_options_set_download(options, int(bool(download)))
+            pc = _ProgressCall(progress, cancel)
+            self._call("epbroker_ensure_model", arg(name), options, pc.fn, None, pc.cancel._handle,
+                       byref(out), progress=pc)
+        except BaseException:
+            if out.value:  # leased, but the progress callback (or Ctrl-C) raised
+                self._conn.deferred.append(("epbroker_model_lease_free", out.value))
+                self._conn.free_deferred()
+            raise
+        finally:
+            L.epbroker_model_options_free(options)
+        # The ModelLease owns the handle from here (and frees it when collected).
+        return ModelLease(out.value, self._conn)
+
+    def remove_model(self, name: str, version: str = "", variant: str = "",
+                     now: bool = False) -> List[RemovedModel]:
+        """Removes the installed variants of model `name` of `version` and
+        `variant` ("" = every installed one) and returns them. A leased variant is
+        refused with Busy and nothing is removed, unless `now` (apps that opened
+        the files keep them open). Files shared with a variant that stays are
+        kept. Raises NotFound unless something matches; NotAuthorized."""
+        return self._list("epbroker_remove_model", "epbroker_removed_model_list", RemovedModel,
+                          arg(name), arg(version), arg(variant), int(bool(now)))
+
     # ---- lifetime ----------------------------------------------------------------
 
     def close(self) -> None:
-        """Closes the client; its Sessions keep their leases (and the connection)."""
+        """Closes the client; its Sessions and ModelLeases keep their leases (and the
+        connection)."""
         with self._conn.held():  # also frees the sessions dropped during a call
             handle, self._handle = self._handle, None
             if handle:

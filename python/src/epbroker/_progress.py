@@ -1,4 +1,4 @@
-"""A progress bar on stderr for install, refresh and verify jobs.
+"""A progress bar on stderr for install, refresh, verify and model jobs.
 
 ProgressBar is a progress callback: one line per job, redrawn in place
 ("openvino  downloading  12.3/45.6 MiB  27%"), ended by a newline at the job's

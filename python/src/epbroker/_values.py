@@ -136,8 +136,9 @@ class Progress:
     """A job's progress as a progress callback receives it."""
 
     job: str  #: D-Bus path of the job
-    kind: str  #: "install" | "refresh" | "verify"
-    target: str  #: package name (install) or "" (refresh, verify)
+    kind: str  #: "install" | "refresh" | "verify" | "model"
+    #: package name (install), "NAME/VARIANT" (model) or "" (refresh, verify)
+    target: str
     #: "queued", "downloading", "verifying", "installing", "done", "failed",
     #: "cancelled", "unknown"
     state: str
@@ -282,3 +283,81 @@ class VerifyReport:
     #: when that verification ended (unix seconds): earlier than the call when the
     #: daemon answered with its latest result
     finished: int
+
+
+@dataclass(frozen=True)
+class ModelVariant:
+    """One variant of a model (ModelInfo.variants): files built for some devices or
+    EPs, or for any (devices and eps empty)."""
+
+    id: str  #: e.g. "fp32", "int8-npu"
+    devices: Tuple[str, ...]  #: device types it is built for ("npu"); empty = any
+    eps: Tuple[str, ...]  #: EP names it is built for; empty = any
+    ort_min: str  #: minimum ONNX Runtime version
+    opset: int  #: the ONNX opset of its main file
+    size: int  #: bytes: the sum of its files
+    installed: bool  #: the store has it (of this version)
+
+    @classmethod
+    def from_c(cls, v: int) -> "ModelVariant":
+        L = lib()
+        return cls(text(L.epbroker_variant_info_id(v)),
+                   _strings(L.epbroker_variant_info_device_count, L.epbroker_variant_info_device,
+                            v),
+                   _strings(L.epbroker_variant_info_ep_count, L.epbroker_variant_info_ep, v),
+                   text(L.epbroker_variant_info_ort_min(v)), int(L.epbroker_variant_info_opset(v)),
+                   int(L.epbroker_variant_info_size(v)), bool(L.epbroker_variant_info_installed(v)))
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model version the trusted catalogs list (Client.models()), with the
+    variant this machine gets under the policy and ONNX Runtime version asked."""
+
+    name: str
+    version: str
+    publisher: str
+    license: str  #: an SPDX id, e.g. "Apache-2.0"
+    license_url: str
+    description: str
+    task: str  #: e.g. "image-classification"
+    #: "available", or "refused" (never installable: see reason); a newer daemon may
+    #: send other words
+    state: str
+    reason: str  #: refused only
+    remote: str  #: the catalog it comes from
+    variants: Tuple[ModelVariant, ...]
+    planned: str  #: the variant this machine gets; "" when none fits
+    plan_device: str  #: on which device (Device.id)
+    plan_ep: str  #: through which EP
+    plan_reason: str  #: why (or why none fits)
+
+    @classmethod
+    def from_c(cls, m: int) -> "ModelInfo":
+        L = lib()
+        return cls(
+            text(L.epbroker_model_name(m)), text(L.epbroker_model_version(m)),
+            text(L.epbroker_model_publisher(m)), text(L.epbroker_model_license(m)),
+            text(L.epbroker_model_license_url(m)), text(L.epbroker_model_description(m)),
+            text(L.epbroker_model_task(m)), text(L.epbroker_model_state(m)),
+            text(L.epbroker_model_reason(m)), text(L.epbroker_model_remote(m)),
+            tuple(ModelVariant.from_c(L.epbroker_model_variant_info(m, i))
+                  for i in range(L.epbroker_model_variant_count(m))),
+            text(L.epbroker_model_planned(m)), text(L.epbroker_model_plan_device(m)),
+            text(L.epbroker_model_plan_ep(m)), text(L.epbroker_model_plan_reason(m)))
+
+
+@dataclass(frozen=True)
+class RemovedModel:
+    """One installed model variant Client.remove_model() removed."""
+
+    name: str
+    version: str
+    variant: str
+
+    @classmethod
+    def from_c(cls, r: int) -> "RemovedModel":
+        L = lib()
+        return cls(text(L.epbroker_removed_model_name(r)),
+                   text(L.epbroker_removed_model_version(r)),
+                   text(L.epbroker_removed_model_variant(r)))

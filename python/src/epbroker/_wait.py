@@ -17,7 +17,8 @@ ProgressCallback = Callable[[Progress], None]
 
 
 class Cancel:
-    """Stops a wait (ensure_ready, install, update, refresh, verify) from any thread.
+    """Stops a wait (ensure_ready, install, update, refresh, verify, ensure_model) from
+    any thread.
 
     Wraps epbroker_cancel: cancel() is one atomic store, safe from any thread and
     from a signal handler; once cancelled it stays cancelled (use a new Cancel for

@@ -19,6 +19,13 @@ call, or by the application itself; by library, or by EP name) is skipped as
 Packages of kind "runtime" (ONNX Runtime itself) are never registered.
 
 Keep the Lease while ORT sessions use its providers: it keeps their files.
+
+model_session() does the same and opens a model from the broker's catalogs
+(Client.ensure_model) in an InferenceSession:
+
+    session, lease = model_session("tiny-net", policy="max_performance")
+    with lease:
+        outputs = session.run(None, inputs)
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 from ._client import Cancel, Client
-from ._session import Session
+from ._session import ModelLease, Session
 from ._errors import Cancelled, Error, InvalidArgument
 from ._progress import ProgressArg, resolve
 from ._values import Provider
@@ -38,8 +45,8 @@ from ._values import Provider
 if TYPE_CHECKING:  # pragma: no cover
     import onnxruntime as _ort
 
-__all__ = ["ensure_and_register", "register_providers", "session_options", "ep_devices", "Lease",
-           "ProviderResult", "NEEDS_ORT"]
+__all__ = ["ensure_and_register", "register_providers", "session_options", "ep_devices",
+           "model_session", "Lease", "ProviderResult", "NEEDS_ORT"]
 
 #: How the daemon's reason starts when no installed version suits the app's ORT.
 NEEDS_ORT = "needs ONNX Runtime"
@@ -68,13 +75,16 @@ class ProviderResult:
 
 class Lease:
     """The outcome of ensure_and_register(): the Session (lease) and what was
-    registered. A context manager; release() ends the lease (idempotent). The
-    providers stay registered in ORT; sessions created before keep working."""
+    registered; from model_session() also the ModelLease (`model`). A context
+    manager; release() ends the leases (idempotent). The providers stay registered
+    in ORT; sessions created before keep working."""
 
-    def __init__(self, session: Session, results: List[ProviderResult], ort_version: str) -> None:
+    def __init__(self, session: Session, results: List[ProviderResult], ort_version: str,
+                 model: Optional[ModelLease] = None) -> None:
         self.session = session
         self.results = results
         self.ort_version = ort_version  #: the onnxruntime version that was checked
+        self.model = model  #: the model's lease (model_session()); None otherwise
 
     @property
     def registered(self) -> List[ProviderResult]:
@@ -98,8 +108,12 @@ class Lease:
         return [n for r in self.usable for n in r.ep_names]
 
     def release(self) -> None:
-        """Ends the lease (Session.release())."""
-        self.session.release()
+        """Ends the lease (Session.release()), and the model's (ModelLease.release())."""
+        try:
+            if self.model is not None:
+                self.model.release()
+        finally:
+            self.session.release()
 
     def __enter__(self) -> "Lease":
         return self
@@ -108,8 +122,10 @@ class Lease:
         self.release()
 
     def __repr__(self) -> str:
-        return "<epbroker.onnxruntime.Lease registered=%s skipped=%s>" % (
-            [r.name for r in self.registered], [(r.name, r.code) for r in self.skipped])
+        model = "" if self.model is None else " model=%s/%s" % (self.model.name,
+                                                                self.model.variant)
+        return "<epbroker.onnxruntime.Lease registered=%s skipped=%s%s>" % (
+            [r.name for r in self.registered], [(r.name, r.code) for r in self.skipped], model)
 
 
 def _onnxruntime() -> Any:
@@ -271,6 +287,44 @@ def ensure_and_register(policy: str = "max_performance", providers: Optional[Seq
     listed = {r.name for r in results}
     results += [r for name, r in early.items() if name not in listed]
     return Lease(session, results, app)
+
+
+def model_session(name: str, policy: str = "max_performance",
+                  providers: Optional[Sequence[str]] = None, *, variant: str = "",
+                  version: str = "", install: bool = True, progress: ProgressArg = None,
+                  client: Optional[Client] = None,
+                  cancel: Optional[Cancel] = None) -> Tuple["_ort.InferenceSession", Lease]:
+    """Model `name` from the broker's catalogs, in an onnxruntime.InferenceSession
+    on the brokered execution providers.
+
+    ensure_and_register(policy, providers, install, progress, client, cancel),
+    then Client.ensure_model(name, variant, version, policy, this onnxruntime's
+    version, download=install) with the same progress and cancel, then an
+    InferenceSession of the leased variant's main file with
+    session_options(policy). Returns (session, lease): lease.model is the
+    ModelLease; keep the lease while the session runs (release() ends both
+    leases). Raises what ensure_and_register() and Client.ensure_model() raise
+    (after releasing what was leased), and onnxruntime's error when the file
+    cannot be loaded."""
+    ort = _onnxruntime()
+    own = client is None
+    client = Client() if own else client
+    try:
+        lease = ensure_and_register(policy, providers, install, progress, client, cancel)
+        try:
+            lease.model = client.ensure_model(name, variant, version, policy, ort.__version__,
+                                              install, resolve(progress), cancel)
+            session = ort.InferenceSession(lease.model.main, session_options(policy))
+        except BaseException:
+            try:
+                lease.release()
+            except Error:
+                pass  # the first error is the one to report
+            raise
+    finally:
+        if own:
+            client.close()  # the leases keep the connection
+    return session, lease
 
 
 def session_options(policy: str = "max_performance") -> "_ort.SessionOptions":

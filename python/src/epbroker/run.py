@@ -2,7 +2,9 @@
 
 Acquires providers from the broker (ensure_and_register), registers them in this
 process's onnxruntime, runs a model and reports where ORT placed the graph and
-how fast it ran; --check compares the outputs with ORT's CPU EP alone.
+how fast it ran; --check compares the outputs with ORT's CPU EP alone. With
+--model NAME the model comes from the broker's model catalog (Client.ensure_model:
+installed when missing, leased while it runs).
 """
 
 from __future__ import annotations
@@ -11,16 +13,19 @@ import argparse
 import os
 import sys
 import time
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Sequence, Tuple
 
 from . import __version__
 from ._errors import Error
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ._session import ModelLease
 
 # Exit codes (documented in --help; scripts rely on them).
 EXIT_OK = 0
 EXIT_MISMATCH = 1  # --check: outputs differ from the CPU EP beyond tolerance
 EXIT_USAGE = 2  # bad command line (argparse)
-EXIT_BROKER = 3  # the broker could not be used (bus, daemon, authorization, session)
+EXIT_BROKER = 3  # the broker could not be used (bus, daemon, authorization, session, --model)
 EXIT_INPUT = 4  # the model or an --input file could not be read or does not fit
 EXIT_RUNTIME = 5  # ONNX Runtime failed (session creation, a run)
 EXIT_INTERNAL = 6  # a bug or an unexpected failure
@@ -38,14 +43,20 @@ exit codes:
   0    ok
   1    --check: an output differs from the CPU EP's beyond --atol + --rtol*|cpu|
   2    bad command line
-  3    the broker could not be used (bus, daemon, authorization, session)
+  3    the broker could not be used (bus, daemon, authorization, session), or
+       --model NAME could not be installed or leased
   4    the model or an --input file could not be read or does not fit the model
   5    ONNX Runtime failed (session creation, a run)
   6    internal error
   130  interrupted (Ctrl-C) while installing: the install job was cancelled
 
 Inputs not given with --input get random data (seed 0): floats in [0, 1),
-integers in [0, 256), booleans; dynamic dimensions are 1."""
+integers in [0, 256), booleans; dynamic dimensions are 1.
+
+--model NAME runs the variant of catalog model NAME planned for --policy and this
+onnxruntime (`epbrokerctl models` lists them), or --variant ID; it is installed
+when missing (with progress; Ctrl-C cancels) unless --no-install, and leased while
+it runs."""
 
 
 def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
@@ -54,7 +65,12 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
         prog="python -m epbroker.run", epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run an ONNX model on the execution providers epbrokerd provides.")
-    p.add_argument("model", metavar="MODEL.onnx", help="the model to run")
+    p.add_argument("model", metavar="MODEL.onnx", nargs="?", default=None,
+                   help="the model to run (or --model NAME)")
+    p.add_argument("--model", dest="model_name", metavar="NAME", default=None,
+                   help="run model NAME from the broker's model catalog instead")
+    p.add_argument("--variant", default="", metavar="ID",
+                   help="with --model: this variant instead of the planned one")
     p.add_argument("--policy", default="max_performance",
                    choices=["default", "prefer_cpu", "prefer_gpu", "prefer_npu",
                             "max_performance", "max_efficiency", "min_overall_power"],
@@ -67,10 +83,18 @@ def parse_args(argv: Optional[Sequence[str]]) -> argparse.Namespace:
     p.add_argument("--iterations", type=int, default=20, help="timed runs (default 20)")
     p.add_argument("--input", action="append", default=[], metavar="NAME=FILE.npy",
                    help="an input from a .npy file (repeatable)")
-    p.add_argument("--no-install", action="store_true", help="use ready providers only")
+    p.add_argument("--no-install", action="store_true",
+                   help="use ready providers (and an installed --model) only")
     p.add_argument("--bus-address", default=None, help="D-Bus address of the broker's bus")
     p.add_argument("--version", action="version", version=_version_text())
     args = p.parse_args(argv)
+    if args.model is not None and args.model_name is not None:
+        p.error("MODEL.onnx and --model are exclusive (%r, --model %s)" % (args.model,
+                                                                          args.model_name))
+    if args.model is None and args.model_name is None:
+        p.error("no model given: MODEL.onnx or --model NAME")
+    if args.variant and args.model_name is None:
+        p.error("--variant needs --model")
     if args.iterations < 1:
         p.error("--iterations must be at least 1")
     for spec in args.input:
@@ -189,8 +213,53 @@ def compare(a: list, b: list, atol: float, rtol: float) -> Tuple[float, bool]:
     return worst, ok
 
 
+def fetch_model(args: argparse.Namespace, ort_version: str) -> Optional["ModelLease"]:
+    """--model NAME: Client.ensure_model with --variant, --policy and this
+    onnxruntime's version (a progress bar when stderr is a terminal; Ctrl-C raises
+    KeyboardInterrupt once the install job is cancelled). Returns the ModelLease,
+    or None after printing why not."""
+    from ._client import Client
+    from ._progress import resolve
+    try:
+        with Client(args.bus_address) as client:
+            return client.ensure_model(args.model_name, variant=args.variant, policy=args.policy,
+                                       ort_version=ort_version, download=not args.no_install,
+                                       progress=resolve(None))
+    except Error as e:
+        hint = ""
+        if e.status_name == "NotFound":
+            hint = "\n  hint: `epbrokerctl models` lists the models the catalogs offer and " \
+                   "their variants" + ("; without --no-install it would be installed"
+                                       if args.no_install else "")
+        print("epbroker.run: --model %s: %s%s" % (args.model_name, e, hint), file=sys.stderr)
+        return None
+
+
 def run(args: argparse.Namespace) -> int:
     """The app; returns the exit code."""
+    if args.model_name is None:
+        return _run_file(args)
+    # --model: the file comes from the broker's model catalog, leased until the end.
+    import onnxruntime as ort
+    start = time.perf_counter()
+    model = fetch_model(args, ort.__version__)
+    if model is None:
+        return EXIT_BROKER
+    try:
+        print("catalog model: %s %s, variant %s (session %s, %.0f ms)" % (
+            model.name, model.version, model.variant, model.session_path,
+            (time.perf_counter() - start) * 1e3))
+        args.model = model.main
+        return _run_file(args)
+    finally:
+        try:
+            model.release()
+        except Error:
+            pass  # the daemon ends the lease when this process's connection closes anyway
+
+
+def _run_file(args: argparse.Namespace) -> int:
+    """Providers from the broker, then args.model in onnxruntime."""
     import onnxruntime as ort
     from .onnxruntime import ensure_and_register, session_options
     from ._client import Client
