@@ -284,8 +284,10 @@ Result<std::uint64_t> Broker::ensure_model(const RequestContext& ctx, const std:
 void Broker::run_model_check(std::shared_ptr<Job> job, ModelEntry entry, std::string variant) {
   job->set_state(JobState::verifying);
   auto problems = store_.model_problems(
-      entry.name(), entry.version(), variant,
-      [&](std::uint64_t done, std::uint64_t total) { job->set_progress(done, total); });
+      entry.name(), entry.version(), variant, [&](std::uint64_t done, std::uint64_t total) {
+        job->set_progress(done, total);
+        return !job->cancel_requested();  // a cancel (or the daemon stopping) ends the check
+      });
   if (!problems && problems.error().code == catalog::Errc::not_found) {
     run_model_install(std::move(job), std::move(entry), std::move(variant));  // removed meanwhile
     return;
@@ -295,6 +297,8 @@ void Broker::run_model_check(std::shared_ptr<Job> job, ModelEntry entry, std::st
     return;
   }
   if (problems->empty()) {
+    const auto total = job->snapshot().bytes_total;
+    job->set_progress(total, total);
     job->succeed();
     return;
   }

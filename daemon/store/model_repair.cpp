@@ -43,7 +43,7 @@ Result<void> hard_link(const fs::path& from, const fs::path& to) {
 
 Result<std::vector<std::string>> Store::model_problems(
     std::string_view name, std::string_view version, std::string_view variant,
-    const std::function<void(std::uint64_t, std::uint64_t)>& progress) const {
+    const std::function<bool(std::uint64_t, std::uint64_t)>& progress) const {
   const Impl& s = *impl_;
   std::optional<detail::ModelEntry> entry;
   {
@@ -60,12 +60,11 @@ Result<std::vector<std::string>> Store::model_problems(
   std::uint64_t total = 0;
   for (const auto& [hex, size] : blobs) total += size;
   auto check = detail::check_models({*entry}, s.blobs_dir(), [&](std::uint64_t done) {
-    if (progress) progress(done, total);
-    return true;
+    return !progress || progress(done, total);
   });
-  if (progress) progress(total, total);
+  if (!check) return fail(Errc::cancelled, "check cancelled");
   std::vector<std::string> out;
-  if (check && !check->problems.empty()) out = std::move(check->problems.begin()->second);
+  if (!check->problems.empty()) out = std::move(check->problems.begin()->second);
   return out;
 }
 

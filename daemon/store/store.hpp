@@ -330,11 +330,11 @@ class Store {
   // its tree's links, sizes, modes and marker), without the mutex while it
   // hashes; in a view too. Returns its problems ("<relative path>: <what>",
   // sorted; empty when intact). `progress` (optional) gets (bytes done, total)
-  // before each blob and at the end. Errors: Errc::not_found when that variant
-  // is not installed.
+  // before each blob; returning false stops the check. Errors: Errc::not_found
+  // when that variant is not installed; Errc::cancelled when `progress` stopped it.
   catalog::Result<std::vector<std::string>> model_problems(
       std::string_view name, std::string_view version, std::string_view variant,
-      const std::function<void(std::uint64_t done, std::uint64_t total)>& progress = {}) const;
+      const std::function<bool(std::uint64_t done, std::uint64_t total)>& progress = {}) const;
 
   // The repair of damaged blobs (the commit helper's, before install_model()):
   // `fresh` maps a sha256 to a descriptor of that content (borrowed; the caller
