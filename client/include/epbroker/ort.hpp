@@ -39,6 +39,7 @@
 #include <onnxruntime_cxx_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -112,6 +113,58 @@ namespace detail {
 // installed version suits the app's ORT (SessionOptions::ort_version).
 inline constexpr const char* kNeedsOrt = "needs ONNX Runtime";
 
+// Why an ORT of version `app` (parsed: `app_v`) must not register `p`, or nullopt
+// when it may: a plugin EP, ready, with a library, whose ort_min `app` meets. The
+// one rule for register_providers() and the broker's own plugin library
+// (libepbroker_ep.so, docs/meta-ep.md).
+inline std::optional<SkippedProvider> unusable(const Provider& p, const std::string& app,
+                                               const std::array<unsigned long, 3>& app_v) {
+  const auto skip = [&](SkipCode code, std::string reason) {
+    return std::optional<SkippedProvider>(SkippedProvider{p.name, code, std::move(reason)});
+  };
+  if (p.kind == "runtime") {
+    return skip(SkipCode::runtime_package, "ONNX Runtime " + p.version +
+                                               " itself (kind runtime), not a plugin EP: open it "
+                                               "with epbroker::load_runtime()");
+  }
+  if (p.kind != "execution_provider") {
+    return skip(SkipCode::unknown_kind, "package kind '" + p.kind + "' is not known to this app");
+  }
+  const auto too_old = [&] {
+    return skip(SkipCode::ort_too_old,
+                "needs ONNX Runtime >= " + p.ort_min + ", this app has " + app +
+                    ": update the app's ONNX Runtime, or use another provider");
+  };
+  if (p.state == ProviderState::incompatible) {
+    // Told the app's version (SessionOptions::ort_version), the daemon marks a
+    // package with no installed version this ORT can load incompatible, saying
+    // so: that is the app's ORT, not this machine.
+    if (p.reason.find(kNeedsOrt) != std::string::npos) {
+      const auto need = parse_version(p.ort_min);
+      if (need && app_v < *need) return too_old();
+      return skip(SkipCode::ort_too_old,
+                  p.reason + ": update the app's ONNX Runtime, or use another provider");
+    }
+    return skip(SkipCode::incompatible, p.reason.empty() ? "incompatible" : p.reason);
+  }
+  if (!p.ort_min.empty()) {
+    const auto need = parse_version(p.ort_min);
+    if (!need) return skip(SkipCode::ort_too_old, "cannot read its ort_min '" + p.ort_min + "'");
+    if (app_v < *need) return too_old();
+  }
+  if (p.state != ProviderState::ready || p.library_path.empty()) {
+    std::string why = p.reason;
+    if (why.empty()) {
+      why = p.state == ProviderState::installing
+                ? "still installing (job " + p.job + "); wait with Client::ensure_ready()"
+                : "not installed (" + p.state_name + "): install it with Client::ensure_ready(\"" +
+                      p.name + "\") or `epbrokerctl install " + p.name + "`";
+    }
+    return skip(SkipCode::not_ready, std::move(why));
+  }
+  return std::nullopt;
+}
+
 // Registers one ready execution provider in `env` unless it is there already (see
 // the top of the file); nullopt with `error` set when ORT refuses it.
 inline std::optional<RegisteredProvider> register_one(Ort::Env& env, const Provider& p,
@@ -182,69 +235,17 @@ inline Registration register_providers(Ort::Env& env, const Session& session,
   }
   Registration out;
   for (const Provider& p : session.providers()) {
-    auto skip = [&](SkipCode code, std::string reason) {
-      out.skipped.push_back(SkippedProvider{p.name, code, std::move(reason)});
-    };
-    if (p.kind == "runtime") {
-      skip(SkipCode::runtime_package, "ONNX Runtime " + p.version +
-                                          " itself (kind runtime), not a plugin EP: open it with "
-                                          "epbroker::load_runtime()");
-      continue;
-    }
-    if (p.kind != "execution_provider") {
-      skip(SkipCode::unknown_kind, "package kind '" + p.kind + "' is not known to this app");
-      continue;
-    }
-    const auto too_old = [&] {
-      skip(SkipCode::ort_too_old, "needs ONNX Runtime >= " + p.ort_min + ", this app has " + app +
-                                      ": update the app's ONNX Runtime, or use another provider");
-    };
-    if (p.state == ProviderState::incompatible) {
-      // Told the app's version (SessionOptions::ort_version), the daemon marks a
-      // package with no installed version this ORT can load incompatible, saying
-      // so: that is the app's ORT, not this machine.
-      if (p.reason.find(detail::kNeedsOrt) != std::string::npos) {
-        const auto need = detail::parse_version(p.ort_min);
-        if (need && *app_v < *need) {
-          too_old();
-        } else {
-          skip(SkipCode::ort_too_old,
-               p.reason + ": update the app's ONNX Runtime, or use another provider");
-        }
-        continue;
-      }
-      skip(SkipCode::incompatible, p.reason.empty() ? "incompatible" : p.reason);
-      continue;
-    }
-    if (!p.ort_min.empty()) {
-      const auto need = detail::parse_version(p.ort_min);
-      if (!need) {
-        skip(SkipCode::ort_too_old, "cannot read its ort_min '" + p.ort_min + "'");
-        continue;
-      }
-      if (*app_v < *need) {
-        too_old();
-        continue;
-      }
-    }
-    if (p.state != ProviderState::ready || p.library_path.empty()) {
-      std::string why = p.reason;
-      if (why.empty()) {
-        why = p.state == ProviderState::installing
-                  ? "still installing (job " + p.job + "); wait with Client::ensure_ready()"
-                  : "not installed (" + p.state_name +
-                        "): install it with Client::ensure_ready(\"" + p.name +
-                        "\") or `epbrokerctl install " + p.name + "`";
-      }
-      skip(SkipCode::not_ready, std::move(why));
+    if (auto skip = detail::unusable(p, app, *app_v)) {
+      out.skipped.push_back(std::move(*skip));
       continue;
     }
     std::string error;
     if (auto r = detail::register_one(env, p, error)) {
       out.registered.push_back(std::move(*r));
     } else {
-      skip(SkipCode::registration_failed,
-           "ONNX Runtime could not load " + p.library_path + ": " + error);
+      out.skipped.push_back(SkippedProvider{
+          p.name, SkipCode::registration_failed,
+          "ONNX Runtime could not load " + p.library_path + ": " + error});
     }
   }
   return out;
@@ -397,6 +398,67 @@ struct EnsureResult {
   Registration registration;  // what was registered, and what was not and why
 };
 
+namespace detail {
+
+// The broker half of ensure_and_register(), which needs no ORT: installs what is
+// missing (options.install) for an app whose ORT is `app`, then requests the
+// session. `early` holds the providers that could not be installed, with that
+// reason (better than the session's "not installed"). Shared with the broker's
+// plugin library (libepbroker_ep.so).
+struct EnsuredSession {
+  Session session;
+  std::vector<SkippedProvider> early;
+};
+
+inline EnsuredSession ensure_session(Client& client, const std::string& app,
+                                     const ProgressCallback& on_progress,
+                                     const EnsureOptions& options) {
+  const auto app_v = parse_version(app);
+  EnsuredSession out;
+  const auto wanted = [&](const std::string& name) {
+    return options.providers.empty() ||
+           std::find(options.providers.begin(), options.providers.end(), name) !=
+               options.providers.end();
+  };
+  for (const Provider& p : client.providers()) {
+    if (!wanted(p.name) || p.kind != "execution_provider") continue;
+    // The session says why; a refused name is never installed.
+    if (p.state == ProviderState::incompatible || p.state == ProviderState::refused) continue;
+    const auto need = parse_version(p.ort_min);
+    if (app_v && need && *app_v < *need) continue;  // unusable() says why; no download
+    if (p.state == ProviderState::ready || !options.install) continue;
+    try {
+      client.ensure_ready(p.name, on_progress, options.cancel);
+    } catch (const Error& e) {
+      if (e.code() == Errc::cancelled && options.cancel.cancelled()) throw;
+      out.early.push_back(SkippedProvider{
+          p.name, SkipCode::install_failed,
+          "installing failed (" + std::string(errc_name(e.code())) + "): " + e.message()});
+    }
+  }
+  SessionOptions so;
+  so.policy = options.policy;
+  so.providers = options.providers;
+  // The daemon grants each package's newest installed version this ORT can load
+  // (an older one kept for it after an update that needs a newer ORT). An
+  // unreadable version is left to the caller, which says what to do.
+  if (app_v) so.ort_version = app;
+  out.session = client.request_session(so);
+  return out;
+}
+
+// `skipped` with each entry `early` also names replaced by the early one.
+inline void prefer_early(std::vector<SkippedProvider>& skipped,
+                         const std::vector<SkippedProvider>& early) {
+  for (auto& s : skipped) {
+    for (const auto& e : early) {
+      if (e.name == s.name) s = e;
+    }
+  }
+}
+
+}  // namespace detail
+
 // The equivalent of Windows ML's EnsureAndRegisterCertified: makes every execution
 // provider compatible with this machine (and this app's ORT) ready, installing what
 // is missing with progress, requests a session, and registers its providers in
@@ -407,44 +469,11 @@ inline EnsureResult ensure_and_register(Client& client, Ort::Env& env,
                                         const ProgressCallback& on_progress = {},
                                         const EnsureOptions& options = {}) {
   const std::string app = options.ort_version.empty() ? ort_version() : options.ort_version;
-  const auto app_v = detail::parse_version(app);
-  std::vector<SkippedProvider> early;  // decided before the session, with the better reason
-  const auto wanted = [&](const std::string& name) {
-    return options.providers.empty() ||
-           std::find(options.providers.begin(), options.providers.end(), name) !=
-               options.providers.end();
-  };
-  for (const Provider& p : client.providers()) {
-    if (!wanted(p.name) || p.kind != "execution_provider") continue;
-    // The session says why; a refused name is never installed.
-    if (p.state == ProviderState::incompatible || p.state == ProviderState::refused) continue;
-    const auto need = detail::parse_version(p.ort_min);
-    if (app_v && need && *app_v < *need) continue;  // register_providers says why; no download
-    if (p.state == ProviderState::ready || !options.install) continue;
-    try {
-      client.ensure_ready(p.name, on_progress, options.cancel);
-    } catch (const Error& e) {
-      if (e.code() == Errc::cancelled && options.cancel.cancelled()) throw;
-      early.push_back(SkippedProvider{
-          p.name, SkipCode::install_failed,
-          "installing failed (" + std::string(errc_name(e.code())) + "): " + e.message()});
-    }
-  }
-  SessionOptions so;
-  so.policy = options.policy;
-  so.providers = options.providers;
-  // The daemon grants each package's newest installed version this ORT can load
-  // (an older one kept for it after an update that needs a newer ORT). An
-  // unreadable version is left to register_providers, which says what to do.
-  if (app_v) so.ort_version = app;
+  detail::EnsuredSession ensured = detail::ensure_session(client, app, on_progress, options);
   EnsureResult out;
-  out.session = client.request_session(so);
+  out.session = std::move(ensured.session);
   out.registration = register_providers(env, out.session, app);
-  for (auto& s : out.registration.skipped) {
-    for (const auto& e : early) {
-      if (e.name == s.name) s = e;
-    }
-  }
+  detail::prefer_early(out.registration.skipped, ensured.early);
   return out;
 }
 
