@@ -96,18 +96,7 @@ TEST_F(TestEpTest, RegistersOneCpuDevice) {
 
 // ---- ONNX node tests, every node on the plugin.
 
-std::vector<std::string> node_cases() {
-  const fs::path node = onnx_testdata_root() / "node";
-  std::vector<std::string> out;
-  for (const char* name : {"test_add", "test_add_bcast", "test_mul", "test_mul_bcast", "test_relu",
-                           "test_matmul_2d", "test_matmul_3d", "test_matmul_4d"}) {
-    out.push_back((node / name).string());
-  }
-  // All six have Gemm's default attributes (alpha = beta = 1, no transposes), which is
-  // what test-ep claims.
-  for (const auto& d : list_test_dirs(node, "test_gemm_default_*")) out.push_back(d.string());
-  return out;
-}
+std::vector<std::string> node_cases() { return test_ep_node_cases(); }
 
 class TestEpNodeTest : public TestEpTest, public ::testing::WithParamInterface<std::string> {};
 

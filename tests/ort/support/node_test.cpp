@@ -376,6 +376,19 @@ std::vector<std::filesystem::path> list_test_dirs(const std::filesystem::path& r
   return out;
 }
 
+std::vector<std::string> test_ep_node_cases() {
+  const std::filesystem::path node = onnx_testdata_root() / "node";
+  std::vector<std::string> out;
+  for (const char* name : {"test_add", "test_add_bcast", "test_mul", "test_mul_bcast", "test_relu",
+                           "test_matmul_2d", "test_matmul_3d", "test_matmul_4d"}) {
+    out.push_back((node / name).string());
+  }
+  // All six have Gemm's default attributes (alpha = beta = 1, no transposes), which is
+  // what test-ep claims.
+  for (const auto& d : list_test_dirs(node, "test_gemm_default_*")) out.push_back(d.string());
+  return out;
+}
+
 Ort::Env& test_env() {
   static Ort::Env env = [] {
     OrtLoggingLevel level = ORT_LOGGING_LEVEL_ERROR;

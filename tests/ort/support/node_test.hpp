@@ -102,6 +102,11 @@ std::vector<std::filesystem::path> list_test_dirs(const std::filesystem::path& r
 // registrations made on it last until unregistered or the process ends.
 Ort::Env& test_env();
 
+// The ONNX node test directories (EPBROKER_ONNX_TESTDATA/node/...) whose every
+// node test-ep takes: Add, Mul, Relu, MatMul (with broadcasting) and Gemm with its
+// default attributes; 14 in the bookworm data.
+std::vector<std::string> test_ep_node_cases();
+
 // A GoogleTest-safe parameter name for a test directory ("test_add_bcast").
 std::string test_param_name(const std::filesystem::path& dir);
 
