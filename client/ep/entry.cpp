@@ -95,8 +95,8 @@ std::size_t create(const OrtApiBase* base, const OrtApi* api, const OrtLogger* l
                   kProvidersVar);
       continue;
     }
-    auto made = instance->libraries.load(u, base, api, logger, factories + used,
-                                         max_factories - used);
+    auto made =
+        instance->libraries.load(u, base, api, logger, factories + used, max_factories - used);
     if (!made) {
       log.warning("skipped " + u.name + " (registration_failed): " + made.error());
       continue;
@@ -129,8 +129,7 @@ extern "C" {
 EPBROKER_EP_EXPORT OrtStatus* CreateEpFactories(const char* registration_name,
                                                 const OrtApiBase* ort_api_base,
                                                 const OrtLogger* default_logger,
-                                                OrtEpFactory** factories,
-                                                std::size_t max_factories,
+                                                OrtEpFactory** factories, std::size_t max_factories,
                                                 std::size_t* num_factories) noexcept;
 EPBROKER_EP_EXPORT OrtStatus* ReleaseEpFactory(OrtEpFactory* factory) noexcept;
 

@@ -19,12 +19,12 @@ std::string dl_error() {
 }  // namespace
 
 std::expected<std::size_t, std::string> Forwarded::load(const Usable& u, const OrtApiBase* base,
-                                                        const OrtApi* api,
-                                                        const OrtLogger* logger,
+                                                        const OrtApi* api, const OrtLogger* logger,
                                                         OrtEpFactory** out, std::size_t room) {
   api_ = api;
   void* handle = dlopen(u.library_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) return std::unexpected("cannot load " + u.library_path + ": " + dl_error());
+  if (handle == nullptr)
+    return std::unexpected("cannot load " + u.library_path + ": " + dl_error());
   // 1. Both entry points, or the library is not a plugin EP.
   auto create = reinterpret_cast<CreateFn>(dlsym(handle, "CreateEpFactories"));
   auto release = reinterpret_cast<ReleaseFn>(dlsym(handle, "ReleaseEpFactory"));

@@ -95,7 +95,9 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-std::size_t devices_of(const std::string& ep) { return tests::ort::ep_devices_for(env(), ep).size(); }
+std::size_t devices_of(const std::string& ep) {
+  return tests::ort::ep_devices_for(env(), ep).size();
+}
 
 // Whether this process has `file_name` mapped (/proc/self/maps).
 bool mapped(const std::string& file_name) {
@@ -231,8 +233,7 @@ TEST_F(MetaEpTest, OptionsComeFromTheEnvironmentAndABadOneIsNamed) {
     const ScopedEnv policy("EPBROKER_EP_POLICY", "fastest");
     tests::ort::ScopedPlugin plugin(env(), "epbroker", kMetaEp);
     EXPECT_EQ(devices_of(kTestEpName), 0U);
-    EXPECT_THAT(log_with("EPBROKER_EP_POLICY='fastest' is not a policy"),
-                HasSubstr("prefer_gpu"));
+    EXPECT_THAT(log_with("EPBROKER_EP_POLICY='fastest' is not a policy"), HasSubstr("prefer_gpu"));
   }
   EXPECT_EQ(client().status().sessions, 0U);
 }

@@ -243,9 +243,9 @@ inline Registration register_providers(Ort::Env& env, const Session& session,
     if (auto r = detail::register_one(env, p, error)) {
       out.registered.push_back(std::move(*r));
     } else {
-      out.skipped.push_back(SkippedProvider{
-          p.name, SkipCode::registration_failed,
-          "ONNX Runtime could not load " + p.library_path + ": " + error});
+      out.skipped.push_back(
+          SkippedProvider{p.name, SkipCode::registration_failed,
+                          "ONNX Runtime could not load " + p.library_path + ": " + error});
     }
   }
   return out;
