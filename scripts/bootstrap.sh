@@ -47,6 +47,12 @@ ASUS4_SHA=e59788788818fdde1b2e522e766a21ba0f7d8391de55737abf81e32cc801785d
 ASUS4_HEADERS='package/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers'
 ASUS4_LINUX=package/Plugins/Linux/x64
 
+# ONNX Runtime's Java binding (ORT 1.29.0 inside), from Maven Central: the meta-EP's
+# Java test (tests/client-ort/java/) registers libepbroker_ep.so through it.
+ORT_JAVA_JAR=onnxruntime-1.29.0.jar
+ORT_JAVA_URL=https://repo1.maven.org/maven2/com/microsoft/onnxruntime/onnxruntime/1.29.0/$ORT_JAVA_JAR
+ORT_JAVA_SHA=5933bbc0c6c4d89afc04bf7c11011de23a947509c1352e5bf5936e62a84e4d10
+
 # Bump when the unpacked layout changes, so existing caches get rebuilt.
 ORT_LAYOUT=1
 
@@ -71,6 +77,8 @@ PACKAGES=(
   # tests/fuzz (libFuzzer): clang >= 19, the first whose __cpp_concepts lets
   # libstdc++ 12 declare std::expected; libclang-rt-19-dev has libclang_rt.fuzzer.
   clang-19 libclang-rt-19-dev
+  # tests/client-ort/java: javac and java for the meta-EP's Java test.
+  openjdk-17-jdk-headless
 )
 # Node/npm are only needed for `npm pack`; keep any node already installed.
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
@@ -158,6 +166,31 @@ fetch_npm() {
   rm -rf "$tmp"
 }
 fetch_npm "$ORT_NODE_SPEC" "$ORT_NODE_TGZ" "$ORT_NODE_SHA"
+
+# fetch_url URL FILE SHA256: make $DL/FILE exist with that hash, via curl.
+fetch_url() {
+  local url=$1 file=$2 want=$3
+  local dest="$DL/$file"
+  if [[ -f $dest && $(sha256_of "$dest") == "$want" ]]; then
+    log "download: $file present, SHA-256 ok"
+    return 0
+  fi
+  rm -f "$dest"
+  log "download: $url"
+  local tmp="$DL/.$file.part"
+  curl -fsSL --retry 3 -o "$tmp" "$url" || {
+    rm -f "$tmp"
+    die "download of $url failed"
+  }
+  local got
+  got="$(sha256_of "$tmp")"
+  if [[ $got != "$want" ]]; then
+    rm -f "$tmp"
+    die "SHA-256 MISMATCH for $url: expected $want, got $got; file deleted"
+  fi
+  mv "$tmp" "$dest"
+}
+fetch_url "$ORT_JAVA_URL" "$ORT_JAVA_JAR" "$ORT_JAVA_SHA"
 fetch_npm "$ASUS4_SPEC" "$ASUS4_TGZ" "$ASUS4_SHA"
 
 # --- 3. ONNX Runtime layout ------------------------------------------------------
