@@ -194,6 +194,35 @@ check "(m) released, root removes fp32; fp32-cpu keeps the shared files" \
   bash -c "ctl model remove magika --variant fp32 && [[ ! -e $MODELS/fp32 && -f $MODELS/fp32-cpu/model.onnx ]]"
 # fp32-cpu stays installed: the upgrade (g) must keep it.
 
+# ---- (n) the broker as one plugin-EP library (issue 22): any ORT app, one line -------------------
+# bob's app is the onnxruntime wheel alone (/test-input/ortpy): no epbroker package is imported.
+META_EP=$(compgen -G "/usr/lib/*/epbroker/libepbroker_ep.so" | head -n1)
+check "(n) libepbroker0 ships the broker's plugin library (${META_EP:-missing})" test -f "$META_EP"
+# The app registers the library and holds it until its stdin closes.
+coproc META {
+  runuser -u bob -- env PYTHONPATH=/test-input/ortpy python3 -c '
+import sys
+import onnxruntime as ort
+ort.register_execution_provider_library("epbroker", sys.argv[1])
+devices = [d for d in ort.get_ep_devices() if d.ep_name == "EpbrokerTestEp"]
+print(len(devices), ort.__version__, flush=True)
+sys.stdin.read()
+ort.unregister_execution_provider_library("epbroker")
+' "$META_EP" 2>/tmp/meta.err
+}
+meta_devices=
+read -r -t 120 meta_devices _ <&"${META[0]}"
+cp /tmp/meta.err /tmp/out
+check "(n) bob's onnxruntime got test-ep's device through it (${meta_devices:-none})" \
+  test "$meta_devices" = 1
+check "(n) while registered, bob's app holds a session (the lease)" \
+  bash -c '[[ $(ctl --json status | jq .sessions) -ge 1 ]]'
+eval "exec ${META[1]}>&-"
+wait "$META_PID"
+meta_rc=$?
+check "(n) bob's app unregistered it and ended cleanly (exit $meta_rc)" test "$meta_rc" -eq 0
+check "(n) ... and its lease ended" poll 30 bash -c '[[ $(ctl --json status | jq .sessions) -eq 0 ]]'
+
 # ---- (d) idle exit, and activation again ------------------------------------------------------------
 first_pid=$(main_pid)
 check "(d) the daemon exits when idle (idle_timeout_sec = 4)" poll 60 daemon_inactive
