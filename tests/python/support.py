@@ -38,8 +38,13 @@ def is_intel_cpu() -> bool:
 # (AVX512-BF16, AMX), so where the catalog offers OpenVINO (Intel CPUs) and a
 # policy or an earlier registration in this process lets ORT pick it, outputs
 # differ from the CPU EP's by up to ~1e-2 (seen: 3.7e-3 on a Xeon with AMX; the
-# demo accepts 1e-2 for the same reason). Elsewhere the tight default holds.
+# demo accepts 1e-2 for the same reason; 1.1e-2 on a value of 1.9 seen too, hence
+# also a relative 1e-2). Elsewhere the tight defaults hold.
 def bf16_atol(default: float) -> float:
+    return 1e-2 if is_intel_cpu() else default
+
+
+def bf16_rtol(default: float) -> float:
     return 1e-2 if is_intel_cpu() else default
 
 

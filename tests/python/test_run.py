@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from support import ONNX_NODE_DIR, OPENVINO, TEST_EP_NAME, bf16_atol, is_intel_cpu
+from support import (ONNX_NODE_DIR, OPENVINO, TEST_EP_NAME, bf16_atol, bf16_rtol,
+                     is_intel_cpu)
 
 MODEL = str(ONNX_NODE_DIR / "test_matmul_2d/model.onnx")
 
@@ -20,7 +21,7 @@ def _run(*args, timeout=180):
 
 def test_check_max_performance(broker):
     r = _run(MODEL, "--check", "--policy", "max_performance", "--iterations", "5",
-             "--atol", str(bf16_atol(1e-4)))
+             "--atol", str(bf16_atol(1e-4)), "--rtol", str(bf16_rtol(1e-3)))
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
     assert any(line.startswith("  registered test-ep") and TEST_EP_NAME in line
@@ -46,7 +47,7 @@ def test_input_file(broker, tmp_path):
     a = tmp_path / "a.npy"
     np.save(a, np.ones((3, 4), dtype=np.float64))
     r = _run(MODEL, "--input", "a=%s" % a, "--iterations", "1", "--check", "--atol",
-             str(bf16_atol(1e-4)))
+             str(bf16_atol(1e-4)), "--rtol", str(bf16_rtol(1e-3)))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "input a: float32 [3, 4] from %s" % a in r.stdout
     r = _run(MODEL, "--input", "nope=%s" % a, "--iterations", "1")

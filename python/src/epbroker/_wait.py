@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 from types import FrameType
@@ -51,6 +52,56 @@ class Cancel:
                 pass
 
 
+class _WakeupWatch:
+    """Ctrl-C cancels the waiting call at once, progress or not.
+
+    Python runs its signal handlers only between bytecodes of the main thread,
+    which a waiting C call reaches only through the progress callback: a download
+    that stalls sends none, and Ctrl-C would wait for it. But Python's C-level
+    handler writes each signal's number to the wakeup fd at once; a thread reading
+    that fd triggers the call's cancel flag on SIGINT, the call returns, and the
+    Python-level handler then runs as usual. Whoever had the wakeup fd before
+    (asyncio, say) still gets every byte. Main thread only (set_wakeup_fd)."""
+
+    def __init__(self, cancel: "Cancel") -> None:
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._w, False)
+        try:
+            self._old = signal.set_wakeup_fd(self._w, warn_on_full_buffer=False)
+        except (ValueError, OSError):
+            os.close(self._r)
+            os.close(self._w)
+            self._r = self._w = -1
+            return
+        self._thread = threading.Thread(target=self._run, args=(cancel,),
+                                        name="epbroker-sigint", daemon=True)
+        self._thread.start()
+
+    def _run(self, cancel: "Cancel") -> None:
+        while True:
+            try:
+                data = os.read(self._r, 64)
+            except OSError:
+                return
+            if not data:
+                return  # close(): the write end is gone
+            if self._old != -1:
+                try:
+                    os.write(self._old, data)
+                except OSError:
+                    pass
+            if signal.SIGINT in data:
+                cancel.cancel()
+
+    def close(self) -> None:
+        if self._w == -1:
+            return
+        signal.set_wakeup_fd(self._old)
+        os.close(self._w)
+        self._thread.join()
+        os.close(self._r)
+
+
 class _ProgressCall:
     """One waiting call's progress callback: the Python callable wrapped in a
     CFUNCTYPE that lives as long as this object. An exception raised in the
@@ -84,7 +135,8 @@ class _ProgressCall:
         the entry of the progress callback: the default handler would raise
         KeyboardInterrupt there, outside any try, and ctypes would print and drop
         it. So the main thread's Python-level SIGINT handler is wrapped for the
-        call: what it raises is recorded and triggers the cancel flag. SIG_IGN and
+        call: what it raises is recorded and triggers the cancel flag. Where no
+        progress comes, _WakeupWatch triggers the flag from the wakeup fd. SIG_IGN and
         SIG_DFL are left alone, as are calls on other threads (signals reach only
         the main thread)."""
         if threading.current_thread() is not threading.main_thread():
@@ -104,9 +156,11 @@ class _ProgressCall:
                 self.cancel.cancel()
 
         signal.signal(signal.SIGINT, on_sigint)
+        watch = _WakeupWatch(self.cancel)
         try:
             yield
         finally:
+            watch.close()
             signal.signal(signal.SIGINT, previous)
 
     def finish(self, status: int) -> None:
