@@ -94,10 +94,10 @@ int bench(int rounds) {
   ::setenv("EPBROKER_EP_PROVIDERS", tests::daemon::kTestEp, 1);
   std::vector<Path> paths{{"meta", "epbroker", EPBROKER_META_EP_LIBRARY, {}, {}},
                           {"direct", "test-ep", store_library, {}, {}}};
-  std::printf("ONNX Runtime %s; %d rounds, one registration of each path per round, "
-              "alternated\nmeta    %s\ndirect  %s\n",
-              Ort::GetVersionString().c_str(), rounds, paths[0].library.c_str(),
-              paths[1].library.c_str());
+  std::printf(
+      "ONNX Runtime %s; %d rounds, one registration of each path per round, "
+      "alternated\nmeta    %s\ndirect  %s\n",
+      Ort::GetVersionString().c_str(), rounds, paths[0].library.c_str(), paths[1].library.c_str());
   for (int r = 0; r < rounds; ++r) {
     const int first = r % 2;
     for (int k = 0; k < 2; ++k) {

@@ -19,11 +19,11 @@ using ::testing::HasSubstr;
 using tests::daemon::run_command;
 
 tests::daemon::CommandResult java_app() {
-  return run_command({EPBROKER_JAVA, "-cp", std::string(EPBROKER_ORT_JAVA_JAR) + ":" +
-                                                EPBROKER_JAVA_CLASSES,
-                      "MetaEpApp", EPBROKER_META_EP_LIBRARY,
-                      std::string(EPBROKER_ONNX_TESTDATA) + "/node/test_matmul_2d/model.onnx"},
-                     std::chrono::seconds(180));
+  return run_command(
+      {EPBROKER_JAVA, "-cp", std::string(EPBROKER_ORT_JAVA_JAR) + ":" + EPBROKER_JAVA_CLASSES,
+       "MetaEpApp", EPBROKER_META_EP_LIBRARY,
+       std::string(EPBROKER_ONNX_TESTDATA) + "/node/test_matmul_2d/model.onnx"},
+      std::chrono::seconds(180));
 }
 
 class MetaEpJavaTest : public BrokerTest {};
@@ -37,8 +37,8 @@ TEST_F(MetaEpJavaTest, OneLineInJavaRunsTheBrokeredEpAlone) {
   // The binding's own ORT told the daemon its version; test-ep needs 1.29.0.
   EXPECT_THAT(r.out, HasSubstr("ort 1.29.0\n"));
   EXPECT_THAT(r.out, HasSubstr("devices 1\n")) << r.err;
-  EXPECT_THAT(r.out, HasSubstr("library_path " + std::filesystem::canonical(
-                                                     EPBROKER_META_EP_LIBRARY).string()));
+  EXPECT_THAT(r.out, HasSubstr("library_path " +
+                               std::filesystem::canonical(EPBROKER_META_EP_LIBRARY).string()));
   EXPECT_THAT(r.out, HasSubstr("maxdiff 0.0\n")) << r.out;
   EXPECT_THAT(r.out, HasSubstr("done\n"));
 }
