@@ -12,6 +12,7 @@
 //   last factory of a registration its libraries close and its lease ends.
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <mutex>
@@ -84,6 +85,15 @@ std::size_t create(const OrtApiBase* base, const OrtApi* api, const OrtLogger* l
   for (const SkippedProvider& s : grant->skipped) {
     const std::string line = "skipped " + s.name + " (" + to_string(s.code) + "): " + s.reason;
     worth_a_warning(s.code) ? log.warning(line) : log.info(line);
+  }
+  // A name the daemon did not consider at all: no catalog offers it.
+  for (const std::string& name : options->providers) {
+    const auto named = [&](const auto& v) { return v.name == name; };
+    if (std::none_of(grant->usable.begin(), grant->usable.end(), named) &&
+        std::none_of(grant->skipped.begin(), grant->skipped.end(), named)) {
+      log.warning(std::string(kProvidersVar) + " names " + name +
+                  ", which no catalog offers (`epbrokerctl providers` lists what there is)");
+    }
   }
   // 4. Each library, while ORT has room.
   auto instance = std::make_unique<Instance>();

@@ -11,6 +11,17 @@ namespace {
 using CreateFn = OrtStatus*(ORT_API_CALL*)(const char*, const OrtApiBase*, const OrtLogger*,
                                            OrtEpFactory**, std::size_t, std::size_t*);
 
+// A library's ReleaseEpFactory; an exception out of it (a C++ plugin breaking its
+// C contract) is swallowed as ORT's own loader does: the factory counts as released.
+template <typename Fn>
+OrtStatus* call_release(Fn release, OrtEpFactory* factory) noexcept {
+  try {
+    return release(factory);
+  } catch (...) {
+    return nullptr;
+  }
+}
+
 std::string dl_error() {
   const char* e = dlerror();
   return e != nullptr ? e : "unknown dlerror";
@@ -32,9 +43,25 @@ std::expected<std::size_t, std::string> Forwarded::load(const Usable& u, const O
     dlclose(handle);
     return std::unexpected(u.library_path + " exports no CreateEpFactories/ReleaseEpFactory");
   }
-  // 2. Its factories go straight into ORT's array: ORT calls them, not us.
+  // A provider-bridge library (ORT's own CUDA provider, say) needs the provider host
+  // ORT sets up before loading it; only ORT can load it.
+  if (dlsym(handle, "GetProvider") != nullptr) {
+    dlclose(handle);
+    return std::unexpected(u.library_path +
+                           " is an ORT provider-bridge library (GetProvider): register it "
+                           "directly with ONNX Runtime");
+  }
+  // 2. Its factories go straight into ORT's array: ORT calls them, not us. A C++
+  // plugin that throws through its C entry point is caught here, as ORT does.
   std::size_t made = 0;
-  if (OrtStatus* st = create(u.name.c_str(), base, logger, out, room, &made)) {
+  OrtStatus* created = nullptr;
+  try {
+    created = create(u.name.c_str(), base, logger, out, room, &made);
+  } catch (...) {
+    dlclose(handle);
+    return std::unexpected(u.library_path + ": CreateEpFactories threw an exception");
+  }
+  if (OrtStatus* st = created) {
     std::string why = u.library_path + " refused: " + api->GetErrorMessage(st);
     api->ReleaseStatus(st);
     dlclose(handle);
@@ -62,7 +89,7 @@ OrtStatus* Forwarded::release(OrtEpFactory* factory) {
     auto it = std::find(lib->factories.begin(), lib->factories.end(), factory);
     if (it == lib->factories.end()) continue;
     lib->factories.erase(it);
-    OrtStatus* st = lib->release(factory);
+    OrtStatus* st = call_release(lib->release, factory);
     if (lib->factories.empty()) {
       dlclose(lib->handle);
       libraries_.erase(lib);
@@ -77,7 +104,8 @@ bool Forwarded::empty() const { return libraries_.empty(); }
 Forwarded::~Forwarded() {
   for (Library& lib : libraries_) {
     for (OrtEpFactory* f : lib.factories) {
-      if (OrtStatus* st = lib.release(f); st != nullptr && api_ != nullptr) api_->ReleaseStatus(st);
+      OrtStatus* st = call_release(lib.release, f);
+      if (st != nullptr && api_ != nullptr) api_->ReleaseStatus(st);
     }
     dlclose(lib.handle);
   }

@@ -12,16 +12,27 @@ std::string bad(const char* var, std::string_view value, std::string_view accept
   return std::string(var) + "='" + std::string(value) + "' is not " + std::string(accepted);
 }
 
-// "a,b" -> {"a", "b"}; an empty item is refused. The names themselves are the
-// daemon's to judge (it answers an unknown one as not found).
+// A package name as the daemon accepts one: [a-z0-9][a-z0-9._-]{0,63}
+// (catalog/metadata_fields.hpp; the daemon checks it again).
+bool package_name(std::string_view s) {
+  const auto lower_alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
+  if (s.empty() || s.size() > 64 || !lower_alnum(s.front())) return false;
+  return std::all_of(s.begin(), s.end(),
+                     [&](char c) { return lower_alnum(c) || c == '.' || c == '_' || c == '-'; });
+}
+
+// "a,b" -> {"a", "b"}: at most 64 package names, no spaces, none empty. Whether
+// a catalog offers them is the daemon's answer (entry.cpp names the absent ones).
 std::expected<std::vector<std::string>, std::string> split_names(std::string_view text) {
   std::vector<std::string> out;
   std::size_t start = 0;
   while (start <= text.size()) {
     const std::size_t comma = std::min(text.find(',', start), text.size());
     const std::string_view item = text.substr(start, comma - start);
-    if (item.empty()) {
-      return std::unexpected(bad(kProvidersVar, text, "a comma-separated list of package names"));
+    if (!package_name(item) || out.size() == 64) {
+      return std::unexpected(bad(kProvidersVar, text,
+                                 "a comma-separated list of at most 64 package names "
+                                 "([a-z0-9][a-z0-9._-]*, no spaces)"));
     }
     out.emplace_back(item);
     start = comma + 1;

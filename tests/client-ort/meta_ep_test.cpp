@@ -235,7 +235,23 @@ TEST_F(MetaEpTest, OptionsComeFromTheEnvironmentAndABadOneIsNamed) {
     EXPECT_EQ(devices_of(kTestEpName), 0U);
     EXPECT_THAT(log_with("EPBROKER_EP_POLICY='fastest' is not a policy"), HasSubstr("prefer_gpu"));
   }
-  EXPECT_EQ(client().status().sessions, 0U);
+  clear_log();
+  {
+    const ScopedEnv only("EPBROKER_EP_PROVIDERS", "test-ep, no-such-ep");
+    tests::ort::ScopedPlugin plugin(env(), "epbroker", kMetaEp);
+    EXPECT_EQ(devices_of(kTestEpName), 0U);
+    EXPECT_THAT(log_with("EPBROKER_EP_PROVIDERS='test-ep, no-such-ep' is not"),
+                HasSubstr("no spaces"));
+  }
+  clear_log();
+  {
+    // A name no catalog offers is named; the others still come.
+    const ScopedEnv only("EPBROKER_EP_PROVIDERS", "test-ep,no-such-ep");
+    tests::ort::ScopedPlugin plugin(env(), "epbroker", kMetaEp);
+    EXPECT_EQ(devices_of(kTestEpName), 1U) << whole_log();
+    EXPECT_THAT(log_with("names no-such-ep"), HasSubstr("which no catalog offers"));
+  }
+  EXPECT_TRUE(eventually([&] { return client().status().sessions == 0; }));
 }
 
 // (5) With EPBROKER_EP_INSTALL=1 a missing provider is installed first.
