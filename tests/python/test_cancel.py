@@ -123,12 +123,15 @@ def test_exception_in_callback_cancels_the_job_and_is_reraised(slow_client):
 
 
 def test_ctrl_c_cancels_a_waiting_call_without_progress_callback(slow_client, slow_broker):
-    # SIGINT reaches Python at the next progress report (libepbroker's callback
-    # runs Python code even when the caller passed none).
+    # The child's SIGINT is SIG_DFL, so that Python installs its handler (the
+    # package leaves an ignored SIGINT alone): a test runner started in the
+    # background by a shell without job control inherits SIGINT ignored, and so
+    # would the child (which then ran on, and this test timed out).
     earlier = {j.progress.job for j in slow_client.status().jobs}
     child = subprocess.Popen(
         [sys.executable, "-c", "import epbroker; epbroker.Client(%r).ensure_ready('slow-ep')"
-         % slow_broker.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+         % slow_broker.address], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         # The child's job: the one slow-ep job that was not in Status before.
         job = wait_until(lambda: [j.progress.job for j in slow_client.status().jobs
