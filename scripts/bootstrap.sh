@@ -68,7 +68,7 @@ PACKAGES=(
   scdoc man-db
   # scripts/build-debs.sh and tests/system/booted_test.sh: the Debian packages,
   # lintian, and a debootstrapped bookworm booted with systemd-nspawn.
-  debhelper lintian debootstrap systemd-container bash-completion
+  debhelper lintian debootstrap systemd-container bash-completion rsync
   # debian/: python3-epbroker (dh_python3 byte-compiles it and computes its Depends).
   dh-python
   # tests/cli/publish_signers_test.sh: a PKCS#11 token for epbroker-publish --key
