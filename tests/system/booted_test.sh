@@ -148,9 +148,10 @@ cp "$SRC/tests/system/inside.sh" "$IN/inside.sh"
 # (n): ONNX Runtime's Python wheel and its dependencies (scripts/bootstrap.sh's pinned
 # wheels, CPython 3.11 as bookworm's python3), unpacked for an app in the container
 # that knows nothing of epbroker.
+WHEELS="${EPBROKER_CACHE:-$HOME/.cache/epbroker}/wheels"
 for w in onnxruntime numpy protobuf flatbuffers packaging; do
-  whl=$(compgen -G "$CACHE/wheels/$w-*.whl" | head -n1)
-  [[ -n $whl ]] || die "no $w wheel in $CACHE/wheels (run scripts/bootstrap.sh)"
+  whl=$(compgen -G "$WHEELS/$w-*.whl" | head -n1) || whl=
+  [[ -n $whl ]] || die "no $w wheel in $WHEELS (run scripts/bootstrap.sh)"
   python3 -m zipfile -e "$whl" "$IN/ortpy/" || die "unpacking $whl failed"
 done
 cat >"$ROOT/etc/systemd/system/epbroker-booted-test.service" <<'EOF'
