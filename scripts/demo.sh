@@ -3,7 +3,8 @@
 # best execution provider this machine has, on a fresh Debian bookworm machine.
 #
 #   1. bootstrap (Debian packages, ONNX Runtime from npm, vendor EP wheels and the
-#      demo's model from PyPI, all SHA-256 pinned) and a Release build;
+#      demo's model from PyPI, all SHA-256 pinned) and a Release build in
+#      build-release/;
 #   2. publisher: a signed catalog (TUF, 2-of-3 root keys) with the OpenVINO and
 #      WebGPU plugin EPs, the shared ONNX Runtime package and Google's Magika model
 #      (a real trained file-type classifier shipped in the magika wheel on PyPI;
@@ -28,16 +29,22 @@ ROOT_DIR=$PWD
 source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
 MODEL_DIR="$EPBROKER_CACHE/models/magika"
 
-echo "==> build (Release)"
-# Warnings are not errors here, whatever scripts/test.sh left in build/'s cache:
-# GCC 12 reports false -Wrestrict at -O3 (std::string concatenation).
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DEPBROKER_WERROR=OFF \
+# Its own build dir, build-release/: scripts/test.sh's build/ (RelWithDebInfo, warnings
+# as errors) and this one never reconfigure each other, so the README's two commands
+# can be run in any order without rebuilding. Compiled through the compiler cache
+# (bootstrap); Ninja's progress shows.
+echo "==> build build-release/ (Release)"
+export CCACHE_BASEDIR=$ROOT_DIR
+# Warnings are not errors here: GCC 12 reports false -Wrestrict at -O3 (std::string
+# concatenation).
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DEPBROKER_WERROR=OFF \
+  -DEPBROKER_BUILD_TESTS=OFF \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
 # epbroker-commit: the daemon's store is in its --state-dir here, so it starts the
 # commit helper itself (as its own uid) for every install.
-cmake --build build --target epbrokerd epbroker-commit epbroker-publish epbrokerctl epbroker-run \
-  openvino-package webgpu-package onnxruntime-package >/dev/null
-B=$ROOT_DIR/build
+cmake --build build-release --target epbrokerd epbroker-commit epbroker-publish epbrokerctl \
+  epbroker-run openvino-package webgpu-package onnxruntime-package
+B=$ROOT_DIR/build-release
 PUBLISH=$B/tools/epbroker-publish
 CTL=$B/client/epbrokerctl/epbrokerctl
 RUN=$B/client/epbroker-run/epbroker-run

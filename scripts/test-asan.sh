@@ -26,7 +26,9 @@
 # ASan runtime refuses (tests/ort/CMakeLists.txt; the package's extraction still runs
 # here as ort_openvino_package_test).
 #
-# Usage: scripts/test-asan.sh [CTEST_ARGS...]   (e.g. -R daemon_integration)
+# Usage: scripts/test-asan.sh [--build-only | --no-build] [CTEST_ARGS...]
+#   (e.g. -R daemon_integration); --build-only stops after step 1, --no-build starts at
+#   step 2 (scripts/test.sh times them as two stages).
 # Needs the bootstrap done (scripts/bootstrap.sh). EPBROKER_ASAN_BUILD_DIR overrides
 # build-asan.
 set -euo pipefail
@@ -34,25 +36,37 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=/dev/null
 source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
 
+do_build=1
+do_test=1
+case ${1:-} in
+  --build-only) do_test=0; shift ;;
+  --no-build) do_build=0; shift ;;
+esac
+# Paths under this clone are hashed relative to it (the compiler cache, bootstrap).
+export CCACHE_BASEDIR=$PWD
+
 build=${EPBROKER_ASAN_BUILD_DIR:-build-asan}
 if [[ -f $build/CMakeCache.txt ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$build/CMakeCache.txt"; then
   echo "test-asan.sh: $build/ was configured with another generator; remove it" >&2
   exit 1
 fi
 
-echo "==> configure $build (ASan+UBSan)"
-cmake -S . -B "$build" -G Ninja \
-  -DEPBROKER_WERROR=ON \
-  -DEPBROKER_SANITIZE=address,undefined \
-  -DEPBROKER_BUILD_BENCH=OFF \
-  -DCMAKE_BUILD_TYPE=Debug \
-  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
-  -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
-  -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" \
-  -DEPBROKER_PYTHON="$EPBROKER_PYTHON"
+if ((do_build)); then
+  echo "==> configure $build (ASan+UBSan)"
+  cmake -S . -B "$build" -G Ninja \
+    -DEPBROKER_WERROR=ON \
+    -DEPBROKER_SANITIZE=address,undefined \
+    -DEPBROKER_BUILD_BENCH=OFF \
+    -DCMAKE_BUILD_TYPE=Debug \
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+    -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
+    -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" \
+    -DEPBROKER_PYTHON="$EPBROKER_PYTHON"
 
-echo "==> build $build"
-cmake --build "$build" -j"$(nproc)"
+  echo "==> build $build"
+  cmake --build "$build" -j"$(nproc)"
+fi
+((do_test)) || exit 0
 
 reports=$(realpath "$build")/sanitizer-reports
 supp=$PWD/tests/sanitizers

@@ -16,11 +16,15 @@ ROOT_DIR=$PWD
 source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
 
 echo "==> build the catalog tools"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+# In scripts/demo.sh's build dir (build-release/), not scripts/test.sh's build/, so
+# that neither reconfigures the other.
+export CCACHE_BASEDIR=$ROOT_DIR
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DEPBROKER_WERROR=OFF \
+  -DEPBROKER_BUILD_TESTS=OFF \
   -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
-cmake --build build --target epbroker-publish epbroker-tuf-client epbroker_test_ep >/dev/null
-PUBLISH=$ROOT_DIR/build/tools/epbroker-publish
-CLIENT=$ROOT_DIR/build/tools/epbroker-tuf-client
+cmake --build build-release --target epbroker-publish epbroker-tuf-client epbroker_test_ep
+PUBLISH=$ROOT_DIR/build-release/tools/epbroker-publish
+CLIENT=$ROOT_DIR/build-release/tools/epbroker-tuf-client
 
 WORK=$(mktemp -d /tmp/epbroker-demo-XXXXXX)
 SERVER_PID=
@@ -33,7 +37,7 @@ cd "$WORK"
 
 step() { printf '\n\033[1m--- %s\033[0m\n' "$*"; }
 run() {
-  printf '$ %s\n' "$*" | sed "s|$ROOT_DIR/build/tools/||g; s|$WORK/||g"
+  printf '$ %s\n' "$*" | sed "s|$ROOT_DIR/build-release/tools/||g; s|$WORK/||g"
   "$@"
 }
 
@@ -42,7 +46,7 @@ run() {
 make_package() { # VERSION
   sed "s/\"version\": \"0.1.0\"/\"version\": \"$1\"/" \
     "$ROOT_DIR/ep-packages/test-ep/ep.json" >"test-ep-$1.json"
-  run "$PUBLISH" pack --dir "$ROOT_DIR/build/ep-packages/test-ep/stage" \
+  run "$PUBLISH" pack --dir "$ROOT_DIR/build-release/ep-packages/test-ep/stage" \
     --metadata "test-ep-$1.json" --output "test-ep-$1.tar.zst"
 }
 

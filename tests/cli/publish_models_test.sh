@@ -21,6 +21,13 @@ cd "$W" || exit 1
 # A checksum of every file of the repository: refusals must leave it as it was.
 repo_sum() { (cd repo && find . -type f -print0 | sort -z | xargs -0 sha256sum) | sha256sum; }
 sha() { sha256sum "$1" | cut -d' ' -f1; }
+# flip_byte FILE OFFSET: inverts every bit of one byte, so the file certainly changes
+# (writing a fixed byte over random data left it unchanged 1 time in 256).
+flip_byte() {
+  local b
+  b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+  printf "\\$(printf '%03o' $((255 - b)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+}
 # The latest top-level targets metadata (consistent snapshots: N.targets.json).
 latest_targets() { ls repo/metadata/*.targets.json | sort -t/ -k3 -n | tail -n 1; }
 # Its entries as "PATH LENGTH SHA256 KIND" lines (KIND: the custom's kind or -).
@@ -111,7 +118,8 @@ check "refused pack-models wrote nothing" -- test -z "$(find . -name 'none.model
 # --- add-model ------------------------------------------------------------------------
 before=$(repo_sum)
 cp m/fp32/model.onnx fp32-model.orig
-printf 'X' | dd of=m/fp32/model.onnx bs=1 seek=100 conv=notrunc status=none
+flip_byte m/fp32/model.onnx 100
+check "the flipped file differs" -- test "$(sha m/fp32/model.onnx)" != "$(sha fp32-model.orig)"
 expect 1 "add-model refuses a file changed after pack-model" -- "$PUBLISH" add-model --repo repo \
   --keys keys --model tiny.model.json --dir m
 check "refusal is hash_mismatch naming variant and file" -- grep -q \

@@ -303,7 +303,7 @@ TEST_F(CommitModelTest, TwoVariantsSharingAFileShareOneInode) {
 TEST_F(CommitModelTest, ABlobWithWrongBytesOfTheSameSizeIsRefused) {
   install_fp32();
   std::string evil = kInt8;
-  evil[10] = 'X';
+  evil[10] = static_cast<char>(evil[10] ^ 0xFF);
   tests::support::write_file(daemon_ / "evil", evil);
   ::chown((daemon_ / "evil").c_str(), kAttacker, kAttackerGroup);
   const auto r = install(kCard, "int8", [&](const std::vector<std::string>& need) {
@@ -390,7 +390,7 @@ TEST_F(CommitModelTest, ARepairReplacesADamagedSharedBlobEverywhere) {
   const fs::path v = store() / "_models/test-model/1.0";
   const fs::path blob = store() / "_blobs/sha256" / sha(kLabels);
   std::string damaged = kLabels;
-  damaged[0] = 'C';
+  damaged[0] = static_cast<char>(damaged[0] ^ 0xFF);
   ::chmod(blob.c_str(), 0644);
   const int w = ::open(blob.c_str(), O_WRONLY | O_CLOEXEC);
   ASSERT_GE(w, 0);
@@ -407,7 +407,7 @@ TEST_F(CommitModelTest, ARepairReplacesADamagedSharedBlobEverywhere) {
   // A repair with other bytes for it: refused, nothing changed.
   before_ = snapshot(store());
   std::string evil = kLabels;
-  evil[1] = 'X';
+  evil[1] = static_cast<char>(evil[1] ^ 0xFF);
   tests::support::write_file(daemon_ / "evil", evil);
   ::chown((daemon_ / "evil").c_str(), kAttacker, kAttackerGroup);
   auto r = install(
@@ -544,7 +544,7 @@ TEST_F(CommitModelTest, TheHelperCommitterHoldsTheConversation) {
   // int8's weights swapped for other bytes of the same size: the helper's error.
   fs::create_directories(tmp_ / "evil");
   std::string evil = kInt8;
-  evil[0] = 'X';
+  evil[0] = static_cast<char>(evil[0] ^ 0xFF);
   tests::support::write_file(tmp_ / "evil" / sha(kInt8), evil);
   request.variant = "int8";
   before_ = snapshot(store());

@@ -593,7 +593,7 @@ TEST_F(StoreTest, VerifyReportsEveryKindOfDamage) {
   tamper([&] {  // same size, other bytes
     fs::permissions(root / "LICENSE", fs::perms::owner_write, fs::perm_options::add);
     std::string text = tests::support::read_file(root / "LICENSE");
-    text[0] = 'X';
+    text[0] = static_cast<char>(text[0] ^ 0xFF);
     tests::support::write_file(root / "LICENSE", text);
     fs::permissions(root / "LICENSE", fs::perms(0444));
   });

@@ -31,6 +31,9 @@ honest and hostile responses:
                                      for N-1 onwards: a range not asked for
   /__trickle__/<path>                the file (Range honoured), its body sent in
                                      4 KiB pieces 50 ms apart (80 KiB/s)
+  /__paced__/<MS>/<path>             the file (Range honoured), its body sent in
+                                     16 pieces MS/16 ms apart: MS ms at least,
+                                     whatever the file's size
   /__retry_after__/<K>/<S>/<path>    the first K requests for this URL get 503
                                      with "Retry-After: S", later ones the file
 
@@ -53,6 +56,7 @@ CHUNK = b"\xa5" * (64 * 1024)
 SLOW_SECONDS = 600
 TRICKLE_BYTES = 4096
 TRICKLE_PAUSE_S = 0.05
+PACED_PIECES = 16
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -102,6 +106,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self._retry_after(raw_path, send_body)
             elif raw_path.startswith("/__trickle__/"):
                 self._file(raw_path[len("/__trickle__"):], send_body, trickle=True)
+            elif raw_path.startswith("/__paced__/"):
+                ms, _, rest = raw_path[len("/__paced__/"):].partition("/")
+                self._file("/" + rest, send_body, paced_ms=int(ms) if ms.isdigit() else 0)
             else:
                 self._file(raw_path, send_body)
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
@@ -127,7 +134,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(body)
 
     def _file(self, raw_path, send_body, honour_range=True, drop_after=None, shift=0,
-              trickle=False):
+              trickle=False, paced_ms=0):
         rel = urllib.parse.unquote(raw_path).lstrip("/")
         root = os.path.realpath(self.root)
         full = os.path.realpath(os.path.join(root, rel))
@@ -165,6 +172,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.write(sent[i:i + TRICKLE_BYTES])
                 self.wfile.flush()
                 time.sleep(TRICKLE_PAUSE_S)
+        elif send_body and paced_ms > 0:
+            piece = max(1, -(-len(sent) // PACED_PIECES))
+            for i in range(PACED_PIECES):
+                self.wfile.write(sent[i * piece:(i + 1) * piece])
+                self.wfile.flush()
+                time.sleep(paced_ms / 1000.0 / PACED_PIECES)
         elif send_body:
             self.wfile.write(sent)
             self.wfile.flush()

@@ -291,7 +291,8 @@ TEST_F(FaultsTest, SigtermWithCallsInFlightAnswersEveryCall) {
   EXPECT_EQ(str(provider(kBulkEp), "state"), "ready");
 }
 
-// With idle_timeout_sec = 1, an install that takes about 6 s (test-ep at 80 KiB/s)
+// With idle_timeout_sec = 1, an install that takes at least 5 s (test-ep's body paced
+// over 5 s, whatever its size: at 80 KiB/s it took 6 s built with -g, 1.3 s with -g1)
 // runs to its end in the same daemon, which exits by itself only after it. The test
 // makes no call while it waits (a call would count as activity): it watches the
 // job's Finished signal and the daemon's pid.
@@ -299,7 +300,7 @@ TEST_F(FaultsTest, IdleExitWaitsForARunningJob) {
   PrivateBusOptions o;
   o.idle_timeout_sec = 1;
   start(o);
-  remote(catalog_->metadata_url(), catalog_->fault_server().url("__trickle__/targets/"));
+  remote(catalog_->metadata_url(), catalog_->fault_server().url("__paced__/5000/targets/"));
   refresh();
   JobLog log(*conn_);
   const std::string job = broker_->EnsureProvider(kTestEp);
