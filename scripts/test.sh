@@ -86,6 +86,7 @@ fi
 # build/: the libraries and programs at -O2 as they ship, with line tables (-g1: the
 # stacks of a crash or a failed check; full debug info took a third of the build's
 # time); the test code at -Og (tests/CMakeLists.txt says why). Ninja's progress shows.
+# (Commands are chained with &&: a stage's function runs where set -e does not apply.)
 build_main() {
   cmake -S . -B build -G Ninja \
     -DEPBROKER_WERROR=ON \
@@ -94,8 +95,8 @@ build_main() {
     "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG" \
     -DEPBROKER_BUILD_BENCH=OFF \
     -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" \
-    -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
-  cmake --build build -j"$(nproc)"
+    -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null &&
+    cmake --build build -j"$(nproc)"
 }
 stage "build build/" build_main
 

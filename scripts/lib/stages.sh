@@ -9,6 +9,9 @@
 #                                  # with COMMAND's status
 #   stages_done                    # prints the table (also done on failure)
 #
+# COMMAND runs in a context where `set -e` does not apply (it is the left side of
+# ||): a shell function given as COMMAND must chain its steps with && itself.
+#
 # The budget column is the stage's share of docs/ci.md's budget (seconds on a 2-core
 # machine with a cold compiler cache, then warm): a stage over its cold budget is
 # marked "OVER", so that growth shows at a glance. STAGE_BUDGETS maps a stage name to

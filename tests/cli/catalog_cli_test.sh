@@ -174,7 +174,11 @@ check "verify lists the target" -- grep -q "cli-ep/p.tar.gz ($(stat -c %s pkg/p.
 # --- serve and download ----------------------------------------------------------
 "$PY" "$SRC/tests/support/http_server.py" --root repo --port-file port >/dev/null &
 SERVER_PID=$!
-for _ in $(seq 200); do [[ -s port ]] && break; sleep 0.05; done
+for _ in $(seq 600); do [[ -s port ]] && break; sleep 0.05; done
+[[ -s port ]] || {
+  echo "FAIL: the test server wrote no port file in 30 s" >&2
+  exit 1
+}
 URL="http://127.0.0.1:$(cat port)"
 echo '{"not": "a root"}' >fake-root.json
 expect 1 "client init refuses a non-root file" -- "$CLIENT" --metadata-dir m init fake-root.json

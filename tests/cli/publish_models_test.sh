@@ -179,7 +179,11 @@ check "refused re-add changed nothing" -- test "$before" = "$(repo_sum)"
 # --- a client fetches the files ------------------------------------------------------
 "$PY" "$SRC/tests/support/http_server.py" --root repo --port-file port >/dev/null &
 SERVER_PID=$!
-for _ in $(seq 200); do [[ -s port ]] && break; sleep 0.05; done
+for _ in $(seq 600); do [[ -s port ]] && break; sleep 0.05; done
+[[ -s port ]] || {
+  echo "FAIL: the test server wrote no port file in 30 s" >&2
+  exit 1
+}
 URL="http://127.0.0.1:$(cat port)"
 expect 0 "client init" -- "$CLIENT" --metadata-dir cm init repo/metadata/1.root.json
 DL=("$CLIENT" --metadata-dir cm --metadata-url "$URL/metadata" --target-base-url "$URL/targets"

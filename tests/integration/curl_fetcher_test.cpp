@@ -296,11 +296,12 @@ TEST_F(CurlFetcherTest, ServiceUnavailableCarriesItsRetryAfter) {
 
 TEST_F(CurlFetcherTest, TransferTimeoutEndsATransferThatKeepsMoving) {
   // 80 KiB/s: well above the low-speed limit, so only the overall bound can end it
-  // (the whole 300 KiB would take about 4 s).
+  // (the whole 300 KiB takes 3.7 s at least: 75 pieces 50 ms apart). 2 s, so that
+  // the first piece arrives before it even on a loaded machine (1 s once came close).
   CurlFetcherOptions o = http_options();
   o.low_speed_bytes_per_s = 1024;
   o.low_speed_time_s = 30;
-  o.total_timeout_ms = 1000;
+  o.total_timeout_ms = 2000;
   Collector c;
   auto r = CurlFetcher(o).fetch(server_.url("__trickle__/blob.bin"), kMiB, c.sink());
   ASSERT_FALSE(r);

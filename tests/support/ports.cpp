@@ -21,8 +21,11 @@ std::uint16_t closed_port() {
   socklen_t len = sizeof addr;
   const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
                   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  close(fd);
-  if (!ok) throw std::runtime_error("closed_port: bind/getsockname failed");
+  if (!ok) {
+    close(fd);
+    throw std::runtime_error("closed_port: bind/getsockname failed");
+  }
+  // Deliberately kept open (never listening) for the rest of the process.
   return ntohs(addr.sin_port);
 }
 

@@ -6,9 +6,11 @@
 
 namespace tests::support {
 
-// A loopback TCP port nobody listens on (bound to an ephemeral port, then
-// closed): a connection to it is refused. Throws std::runtime_error if the
-// socket calls fail.
+// A loopback TCP port nobody listens on: an ephemeral port bound by a socket that
+// never listens and stays open until the process exits, so a connection to it is
+// refused and no server of a test running beside this one can be given the port
+// (closing the socket here let the kernel hand it to the next bind(0)). Throws
+// std::runtime_error if the socket calls fail.
 std::uint16_t closed_port();
 
 // A loopback TCP port where a connect neither succeeds nor fails: a listener

@@ -24,8 +24,9 @@ TEST_F(CatalogTest, RefreshesByItselfWhenDueAndNotAgainWithinTheInterval) {
   o.idle_timeout_sec = 1;
   start(o);
 
-  // 1. First activation: no refresh ever, so one starts without RefreshCatalog.
-  EXPECT_EQ(broker_->CatalogRevision(), 0u) << "refreshed before the first call?";
+  // 1. First activation: no refresh ever, so one starts without RefreshCatalog (the
+  // log's "catalog refresh due" below says it was the daemon's own; whether this first
+  // call is answered before or after it ends is a race, so it is not asserted).
   ASSERT_TRUE(wait_until([&] { return broker_->CatalogRevision() > 0; }, 20s)) << bus_->log();
   EXPECT_EQ(str(provider(kTestEp), "state"), "available");
   EXPECT_EQ(count(bus_->log(), "catalog refresh due"), 1u);

@@ -177,12 +177,19 @@ TEST_F(StopTest, SigkillDuringExtractionIsRecoveredByTheNextStart) {
     for (ssize_t at = 0; at < got && !killed;) {
       const auto* ev = reinterpret_cast<const inotify_event*>(buf + at);
       if (ev->len > 0 && std::string(ev->name).starts_with("install-")) {
-        // The extraction runs in epbroker-commit (the daemon's child here).
+        // The extraction runs in epbroker-commit, the daemon's child here: that child
+        // only (PPid), not the helpers of tests running beside this one. The daemon
+        // is stopped first, so that it starts no other child meanwhile.
+        kill(*pid, SIGSTOP);
         for (const auto& p : fs::directory_iterator("/proc")) {
           std::ifstream comm(p.path() / "comm");
           std::string name;
-          if (std::getline(comm, name) && name == "epbroker-commit") {
-            kill(std::stoi(p.path().filename().string()), SIGKILL);
+          if (!std::getline(comm, name) || name != "epbroker-commit") continue;
+          std::ifstream status(p.path() / "status");
+          for (std::string line; std::getline(status, line);) {
+            if (line.starts_with("PPid:") && std::stol(line.substr(5)) == *pid) {
+              kill(std::stoi(p.path().filename().string()), SIGKILL);
+            }
           }
         }
         kill(*pid, SIGKILL);
