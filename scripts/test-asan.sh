@@ -4,8 +4,9 @@
 #
 #   1. configure and build build-asan/: -DEPBROKER_SANITIZE=address,undefined (every
 #      project target: libraries, tools, epbrokerd, test-ep, tests; not the benchmarks,
-#      which no test runs: -DEPBROKER_BUILD_BENCH=OFF), Debug at -O1 -g1,
-#      warnings as errors. -g1 keeps the line tables and function names that the
+#      which no test runs: -DEPBROKER_BUILD_BENCH=OFF), Debug at -O1 -g1 (the test
+#      code itself at -Og: tests/CMakeLists.txt), warnings as errors, through the
+#      compiler cache (scripts/bootstrap.sh). -g1 keeps the line tables and function names that the
 #      reports' stacks and the suppressions need, without the full debug info: it
 #      compiles this tree about a quarter faster (key_test.cpp: 29.5 s against 21.8 s);
 #      for a debugger, configure another build with -g;
@@ -75,11 +76,14 @@ mkdir -p "$reports"
 chmod 1777 "$reports"  # tests run some children as other uids (setpriv)
 
 # ':'-separated, no ':' in paths (tests/sanitizers/ubsan_report_path.cpp reads log_path).
-# Full allocation stacks (fast_unwind_on_malloc=0, deep enough to get out of ONNX
-# Runtime) let the LSan suppressions name third-party functions instead of whole
-# libraries; they cost about 4x in test time.
+# The unwinder is left to each program: ASan's fast one (frame pointers) everywhere,
+# full allocation stacks (fast_unwind_on_malloc=0, deep enough to get out of ONNX
+# Runtime) in the programs that load ORT, which are built with them as their default
+# (tests/sanitizers/full_stacks.cpp), so that the LSan suppressions name a function,
+# never a whole library. Full stacks in every process cost about 4x in test time
+# (the whole suite took 19 min that way, against about 7).
 common="halt_on_error=1:abort_on_error=1:log_exe_name=1"
-export ASAN_OPTIONS="$common:log_path=$reports/asan:detect_leaks=1:fast_unwind_on_malloc=0:malloc_context_size=64:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
+export ASAN_OPTIONS="$common:log_path=$reports/asan:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="$common:log_path=$reports/ubsan:print_stacktrace=1:suppressions=$supp/ubsan.supp"
 
