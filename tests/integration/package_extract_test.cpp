@@ -566,7 +566,8 @@ TEST_F(ExtractTest, RefusesSizeAndHashMismatch) {
   expect_refused(extract(), Errc::length_mismatch, "lib/plugins/helper.so");
 
   entries = package_of(files);
-  entries[3].data[40000] = static_cast<char>(entries[3].data[40000] ^ 0xFF);  // same size, other bytes
+  entries[3].data[40000] =
+      static_cast<char>(entries[3].data[40000] ^ 0xFF);  // same size, other bytes
   build(entries);
   expect_refused(extract(), Errc::hash_mismatch, "lib/plugins/helper.so");
 }
