@@ -278,12 +278,12 @@ EPBROKER_CACHE="$CACHE" EPBROKER_PYTHON="$VENV/bin/python" \
 # outside any clone, so that a second run on this machine (another clone included)
 # compiles only what changed. CMake (>= 3.17) takes the launcher from the environment
 # when it configures a build dir, the Debian package build's included. Bounded in
-# size (least recently used objects go first): the five build dirs take about 3 GB.
+# size (least recently used objects go first): the five build dirs took 0.25 GB.
 # hash_dir=false: a clone elsewhere reuses the objects (the scripts set CCACHE_BASEDIR
 # to their clone), at the price of debug info naming the first clone's build dir.
 CCACHE_DIR="$CACHE/ccache"
 mkdir -p "$CCACHE_DIR"
-CCACHE_DIR="$CCACHE_DIR" ccache --set-config=max_size=8G
+CCACHE_DIR="$CCACHE_DIR" ccache --set-config=max_size=2G
 CCACHE_DIR="$CCACHE_DIR" ccache --set-config=hash_dir=false
 log "ccache: $CCACHE_DIR ($(CCACHE_DIR="$CCACHE_DIR" ccache --get-config=max_size) at most)"
 

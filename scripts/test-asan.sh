@@ -81,7 +81,7 @@ chmod 1777 "$reports"  # tests run some children as other uids (setpriv)
 # Runtime) in the programs that load ORT, which are built with them as their default
 # (tests/sanitizers/full_stacks.cpp), so that the LSan suppressions name a function,
 # never a whole library. Full stacks in every process cost about 4x in test time
-# (the whole suite took 19 min that way, against about 7).
+# (issue 30: 1,131 s for this step on a 2-core AMD machine; 371 s since).
 common="halt_on_error=1:abort_on_error=1:log_exe_name=1"
 export ASAN_OPTIONS="$common:log_path=$reports/asan:detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1"
 export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"

@@ -102,6 +102,8 @@ build_main() {
 stage "build build/" build_main
 
 if ((quick)); then
+  STAGES_TOTAL_BUDGET="5 min with a warm cache: docs/ci.md"
+  STAGE_BUDGETS["test build/ (quick)"]="240 240"
   # Unit tests and the private-bus integration tests (daemon, client library, C API,
   # epbrokerctl against a real epbrokerd); not the CLI scenarios (cli.*), ONNX Runtime
   # inference (ort_*, client_ort_*), python-tuf interop (interop_*) or the bus fuzzer.
