@@ -29,21 +29,13 @@ ROOT_DIR=$PWD
 source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
 MODEL_DIR="$EPBROKER_CACHE/models/magika"
 
-# Its own build dir, build-release/: scripts/test.sh's build/ (RelWithDebInfo, warnings
-# as errors) and this one never reconfigure each other, so the README's two commands
-# can be run in any order without rebuilding. Compiled through the compiler cache
-# (bootstrap); Ninja's progress shows.
 echo "==> build build-release/ (Release)"
-export CCACHE_BASEDIR=$ROOT_DIR
-# Warnings are not errors here: GCC 12 reports false -Wrestrict at -O3 (std::string
-# concatenation).
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DEPBROKER_WERROR=OFF \
-  -DEPBROKER_BUILD_TESTS=OFF \
-  -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
+# shellcheck source=lib/build-release.sh
+source scripts/lib/build-release.sh
 # epbroker-commit: the daemon's store is in its --state-dir here, so it starts the
 # commit helper itself (as its own uid) for every install.
-cmake --build build-release --target epbrokerd epbroker-commit epbroker-publish epbrokerctl \
-  epbroker-run openvino-package webgpu-package onnxruntime-package
+build_release epbrokerd epbroker-commit epbroker-publish epbrokerctl epbroker-run \
+  openvino-package webgpu-package onnxruntime-package
 B=$ROOT_DIR/build-release
 PUBLISH=$B/tools/epbroker-publish
 CTL=$B/client/epbrokerctl/epbrokerctl

@@ -16,13 +16,9 @@ ROOT_DIR=$PWD
 source "${EPBROKER_CACHE:-$HOME/.cache/epbroker}/env.sh"
 
 echo "==> build the catalog tools"
-# In scripts/demo.sh's build dir (build-release/), not scripts/test.sh's build/, so
-# that neither reconfigures the other.
-export CCACHE_BASEDIR=$ROOT_DIR
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DEPBROKER_WERROR=OFF \
-  -DEPBROKER_BUILD_TESTS=OFF \
-  -DEPBROKER_ORT_ROOT="$EPBROKER_ORT_ROOT" -DEPBROKER_PYTHON="$EPBROKER_PYTHON" >/dev/null
-cmake --build build-release --target epbroker-publish epbroker-tuf-client epbroker_test_ep
+# shellcheck source=../lib/build-release.sh
+source scripts/lib/build-release.sh
+build_release epbroker-publish epbroker-tuf-client epbroker_test_ep
 PUBLISH=$ROOT_DIR/build-release/tools/epbroker-publish
 CLIENT=$ROOT_DIR/build-release/tools/epbroker-tuf-client
 

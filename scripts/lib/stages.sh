@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Stages of a long script run, each announced with a running clock and timed, and the
 # table of seconds per stage printed at the end, whether the run passes or fails.
-# Sourced by scripts/test.sh and scripts/demo.sh:
+# Sourced by scripts/test.sh:
 #
 #   source scripts/lib/stages.sh
 #   stage NAME COMMAND [ARGS...]   # prints "==> [mm:ss] NAME", runs COMMAND, records
@@ -59,12 +59,13 @@ stages_done() {
 }
 
 stage() {
-  local name=$1 t0=$SECONDS rc=0
+  local name=$1 t0=$SECONDS rc=0 secs
   shift
   printf '\n==> [%s] %s\n' "$(_stage_clock)" "$name"
   "$@" || rc=$?
+  secs=$((SECONDS - t0))
   _stage_names+=("$name")
-  _stage_secs+=($((SECONDS - t0)))
+  _stage_secs+=("$secs")
   if ((rc != 0)); then
     _stage_status+=("FAILED (exit $rc)")
     stages_done
@@ -72,5 +73,5 @@ stage() {
     exit "$rc"
   fi
   _stage_status+=("")
-  printf '==> [%s] %s: %d s\n' "$(_stage_clock)" "$name" $((SECONDS - t0))
+  printf '==> [%s] %s: %d s\n' "$(_stage_clock)" "$name" "$secs"
 }
